@@ -1,0 +1,35 @@
+# Herald's two entry points: `make run` and `make test`. See README.md.
+
+GO ?= go
+# Fuzz targets run briefly on every `make test`; longer runs: make fuzz FUZZTIME=5m
+FUZZTIME ?= 5s
+FUZZ_TARGETS ?=
+
+.PHONY: run test check-fmt vet unit fuzz build
+
+## run: start the API and the dispatcher against local Postgres
+run: build
+	./bin/dispatcher & ./bin/api; wait
+
+build:
+	$(GO) build -o bin/ ./cmd/...
+
+## test: formatting, vet, every test with the race detector, a short fuzz
+test: check-fmt vet unit fuzz
+
+check-fmt:
+	@out=$$(gofmt -l $$(git ls-files '*.go')); \
+	if [ -n "$$out" ]; then echo "gofmt would change these files (run gofmt -w):"; echo "$$out"; exit 1; fi
+
+vet:
+	$(GO) vet ./...
+
+unit:
+	$(GO) test -race -count=1 ./...
+
+fuzz:
+	@for t in $(FUZZ_TARGETS); do \
+		pkg=$${t%%:*}; name=$${t##*:}; \
+		echo "fuzz $$name in $$pkg for $(FUZZTIME)"; \
+		$(GO) test -run='^$$' -fuzz="^$$name$$" -fuzztime=$(FUZZTIME) $$pkg || exit 1; \
+	done

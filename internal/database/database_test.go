@@ -1,0 +1,60 @@
+package database_test
+
+import (
+	"context"
+	"fmt"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/jackc/pgx/v5"
+	"github.com/stretchr/testify/require"
+
+	"github.com/heraldhq/herald/internal/database"
+	"github.com/heraldhq/herald/internal/pgtest"
+)
+
+func TestOpenUnreachableSaysWhereAndHow(t *testing.T) {
+	t.Parallel()
+	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+	defer cancel()
+
+	_, err := database.Open(ctx, "postgres://postgres@127.0.0.1:1/herald?sslmode=disable&connect_timeout=2", database.Options{})
+	require.Error(t, err)
+	msg := err.Error()
+	require.Contains(t, msg, "cannot reach Postgres at 127.0.0.1:1/herald")
+	require.Contains(t, msg, "pg_ctlcluster")
+	require.NotContains(t, msg, "\n", "the error is one line")
+}
+
+func TestParseURLRejectsMalformed(t *testing.T) {
+	t.Parallel()
+	for _, dsn := range []string{"", "   ", "postgres://user:secretpw@host:notaport/db", "mysql://x"} {
+		_, err := database.ParseURL(dsn)
+		require.Error(t, err, "dsn %q", dsn)
+		require.NotContains(t, err.Error(), "secretpw", "the password must not leak into the error")
+		require.True(t, strings.Contains(err.Error(), "database URL"), "error names the setting: %v", err)
+	}
+}
+
+func TestOpenCreatesMissingDatabase(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	admin := pgtest.NewPoolFrom(t, pgtest.Empty)
+	cfg := admin.Config().ConnConfig.Copy()
+	cfg.Database = fmt.Sprintf("herald_create_%d", time.Now().UnixNano())
+	t.Cleanup(func() {
+		_, _ = admin.Exec(context.Background(), "DROP DATABASE IF EXISTS "+pgx.Identifier{cfg.Database}.Sanitize()+" WITH (FORCE)")
+	})
+	url := fmt.Sprintf("postgres://%s@%s:%d/%s?sslmode=disable", cfg.User, cfg.Host, cfg.Port, cfg.Database)
+
+	_, err := database.Open(ctx, url, database.Options{})
+	require.ErrorContains(t, err, "does not exist", "without CreateDatabase a missing database is an error")
+
+	pool, err := database.Open(ctx, url, database.Options{CreateDatabase: true})
+	require.NoError(t, err)
+	defer pool.Close()
+	var name string
+	require.NoError(t, pool.QueryRow(ctx, "SELECT current_database()").Scan(&name))
+	require.Equal(t, cfg.Database, name)
+}
