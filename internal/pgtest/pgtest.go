@@ -79,26 +79,60 @@ func NewPoolFrom(t testing.TB, tmpl Template) *pgxpool.Pool {
 // when the test ends; connections still open then are terminated.
 func NewDatabase(t testing.TB, tmpl Template) string {
 	t.Helper()
-	ctx := context.Background()
-	server := serverConfig(t)
+	url, drop, err := cloneTemplate(context.Background(), tmpl)
+	if err != nil {
+		t.Fatalf("pgtest: %v", err)
+	}
+	t.Cleanup(func() {
+		if err := drop(); err != nil {
+			t.Errorf("pgtest: %v", err)
+		}
+	})
+	return url
+}
+
+// NewPoolForExample is NewPool for runnable examples, which have no
+// testing.TB: it returns a pool on a fresh database cloned from the Herald
+// template and a function that closes the pool and drops the database.
+func NewPoolForExample(ctx context.Context) (*pgxpool.Pool, func(), error) {
+	url, drop, err := cloneTemplate(ctx, Herald)
+	if err != nil {
+		return nil, nil, fmt.Errorf("pgtest: %w", err)
+	}
+	pool, err := database.Open(ctx, url, database.Options{})
+	if err != nil {
+		_ = drop()
+		return nil, nil, fmt.Errorf("pgtest: %w", err)
+	}
+	return pool, func() { pool.Close(); _ = drop() }, nil
+}
+
+// cloneTemplate creates a database from tmpl and returns its URL and a
+// function that drops it, terminating connections still open.
+func cloneTemplate(ctx context.Context, tmpl Template) (string, func() error, error) {
+	server, err := server()
+	if err != nil {
+		return "", nil, err
+	}
 	templateName, err := ensureTemplate(ctx, server, tmpl)
 	if err != nil {
-		t.Fatalf("pgtest: template %s: %v", tmpl.Name, err)
+		return "", nil, fmt.Errorf("template %s: %w", tmpl.Name, err)
 	}
 	name := "herald_test_" + randomSuffix()
 	if err := adminExec(ctx, server, fmt.Sprintf("CREATE DATABASE %s TEMPLATE %s",
 		pgx.Identifier{name}.Sanitize(), pgx.Identifier{templateName}.Sanitize())); err != nil {
-		t.Fatalf("pgtest: create test database: %v", err)
+		return "", nil, fmt.Errorf("create test database: %w", err)
 	}
-	t.Cleanup(func() {
+	drop := func() error {
 		if err := adminExec(context.Background(), server, fmt.Sprintf("DROP DATABASE IF EXISTS %s WITH (FORCE)",
 			pgx.Identifier{name}.Sanitize())); err != nil {
-			t.Errorf("pgtest: drop test database %s: %v", name, err)
+			return fmt.Errorf("drop test database %s: %w", name, err)
 		}
-	})
+		return nil
+	}
 	cfg := server.Copy()
 	cfg.Database = name
-	return connString(cfg)
+	return connString(cfg), drop, nil
 }
 
 var (
@@ -110,8 +144,7 @@ var (
 	templates   = map[string]string{}
 )
 
-func serverConfig(t testing.TB) *pgx.ConnConfig {
-	t.Helper()
+func server() (*pgx.ConnConfig, error) {
 	serverOnce.Do(func() {
 		url := os.Getenv(EnvURL)
 		if url == "" {
@@ -131,10 +164,7 @@ func serverConfig(t testing.TB) *pgx.ConnConfig {
 		}
 		pool.Close()
 	})
-	if serverErr != nil {
-		t.Fatalf("pgtest: %v", serverErr)
-	}
-	return serverCfg
+	return serverCfg, serverErr
 }
 
 // ensureTemplate builds the template database once per fingerprint. Test
