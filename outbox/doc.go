@@ -1,0 +1,22 @@
+// Package outbox is what producers import to publish events: Publish writes
+// a message into Herald's outbox inside the producer's own transaction, so an
+// event exists if and only if the business change it describes committed.
+//
+// Each message is about one object (an invoice, a user) and carries that
+// object's version: versions per (tenant, object) start at 1 and rise by
+// exactly 1 in commit order, also when many transactions publish for one
+// object at once. Receivers use the version to ignore stale updates.
+//
+// The message body is fixed at publish time as the exact JSON Herald sends:
+//
+//	{"type":"invoice.paid","timestamp":"2026-12-02T12:00:00Z",
+//	 "object":{"id":"inv_123","version":7},"data":{…}}
+//
+// Publishing is one SQL function, so producers in other languages publish
+// the same way with plain SQL (see herald.publish in migrations/0003_outbox.sql):
+//
+//	SELECT * FROM herald.publish('acme', 'invoice.paid', 'inv_123', '{"amount": 4200}');
+//
+// A committed publish wakes the dispatcher with a NOTIFY on [NotifyChannel];
+// nothing is sent for a transaction that rolls back.
+package outbox

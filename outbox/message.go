@@ -1,0 +1,102 @@
+package outbox
+
+import (
+	"encoding/json"
+	"fmt"
+	"strings"
+	"unicode/utf8"
+
+	"github.com/google/uuid"
+)
+
+// NotifyChannel is the Postgres channel a publish notifies when its
+// transaction commits. The dispatcher LISTENs on it and polls as a fallback.
+const NotifyChannel = "herald_outbox"
+
+// DefaultMaxPayloadBytes is the largest serialized Data accepted by default:
+// 256 KiB. Operators change the limit with the Postgres setting
+// herald.max_payload_bytes, for example
+// ALTER DATABASE herald SET herald.max_payload_bytes = '1048576'.
+const DefaultMaxPayloadBytes = 256 << 10
+
+// Message is one event to publish.
+type Message struct {
+	// Tenant is the id of the tenant whose endpoints receive the event. The
+	// tenant must exist.
+	Tenant string
+	// Type names the event, for example "invoice.paid": 1 to 128 characters,
+	// lower-case letters, digits, ".", "_" and "-", starting with a letter or
+	// a digit. Endpoints subscribe to types.
+	Type string
+	// ObjectID identifies the object the event is about, 1 to 256
+	// characters. Versions count per (Tenant, ObjectID).
+	ObjectID string
+	// Data is the event's payload. It is encoded with encoding/json and must
+	// encode to a JSON object: a struct, a map, or a json.RawMessage holding
+	// an object. Its serialized size may be at most the payload limit
+	// (DefaultMaxPayloadBytes unless the operator changed it).
+	Data any
+	// IdempotencyKey, when not empty, makes the publish happen at most once
+	// per tenant: publishing the same key again returns the first message
+	// and its version, publishes nothing and bumps no version. At most 256
+	// characters. Empty means no key.
+	IdempotencyKey string
+}
+
+// Published describes a published message.
+type Published struct {
+	// ID is the message's id, a time-ordered UUID (version 7). Receivers see
+	// it as the webhook-id header "msg_<ID>".
+	ID uuid.UUID
+	// Version is the object's version the message carries.
+	Version int64
+	// Duplicate is true when the idempotency key had been published before;
+	// ID and Version are then the first message's.
+	Duplicate bool
+}
+
+// ValidationError is returned for a message that cannot be published. The
+// producer's transaction is left usable.
+type ValidationError struct {
+	// Field is the message field at fault: "tenant", "type", "object_id",
+	// "data" or "idempotency_key".
+	Field string
+	// Problem says what is wrong and how to fix it.
+	Problem string
+}
+
+func (e *ValidationError) Error() string {
+	return e.Field + " " + e.Problem
+}
+
+// encode checks what Postgres would reject while binding parameters (text
+// that is not UTF-8 or holds NUL bytes), since such an error would abort the
+// producer's transaction, and returns Data as JSON text. Everything else is
+// checked by herald.try_publish.
+func (m Message) encode() (string, error) {
+	fields := []struct{ name, value string }{
+		{"tenant", m.Tenant},
+		{"type", m.Type},
+		{"object_id", m.ObjectID},
+		{"idempotency_key", m.IdempotencyKey},
+	}
+	for _, f := range fields {
+		if !utf8.ValidString(f.value) {
+			return "", &ValidationError{Field: f.name, Problem: "is not valid UTF-8"}
+		}
+		if strings.IndexByte(f.value, 0) >= 0 {
+			return "", &ValidationError{Field: f.name, Problem: "contains a NUL byte"}
+		}
+	}
+	if m.Data == nil {
+		return "", &ValidationError{Field: "data", Problem: "is missing; pass a JSON object, for example map[string]any{}"}
+	}
+	data, err := json.Marshal(m.Data)
+	if err != nil {
+		return "", &ValidationError{Field: "data", Problem: fmt.Sprintf("cannot be encoded as JSON: %v", err)}
+	}
+	if !utf8.Valid(data) {
+		return "", &ValidationError{Field: "data", Problem: "is not valid UTF-8"}
+	}
+	return string(data), nil
+}
