@@ -1,0 +1,48 @@
+package health
+
+// The SQL of endpoint health.
+const (
+	selectState = `SELECT tenant_id, url, description, enabled, failing_since, failing_notified_at, last_success_at
+FROM herald.endpoints WHERE id = $1`
+
+	selectStateForUpdate = selectState + ` FOR NO KEY UPDATE`
+
+	recordSuccess = `UPDATE herald.endpoints
+SET failing_since = NULL, failing_notified_at = NULL,
+    last_success_at = greatest(last_success_at, $2), updated_at = now()
+WHERE id = $1`
+
+	startFailing = `UPDATE herald.endpoints
+SET failing_since = $2, updated_at = now()
+WHERE id = $1 AND failing_since IS NULL`
+
+	markWarned = `UPDATE herald.endpoints
+SET failing_notified_at = $2, updated_at = now()
+WHERE id = $1`
+
+	disableEndpoint = `UPDATE herald.endpoints
+SET enabled = false, disabled_reason = $2, disabled_at = $3, updated_at = now()
+WHERE id = $1 AND enabled
+RETURNING tenant_id, url, description, failing_since, last_success_at`
+
+	// cancelPendingDeliveries runs after disableEndpoint: the queued jobs of
+	// the cancelled deliveries find them not pending and send nothing.
+	cancelPendingDeliveries = `UPDATE herald.deliveries
+SET status = 'cancelled', next_attempt_at = NULL, completed_at = $2, updated_at = now()
+WHERE endpoint_id = $1 AND status = 'pending'`
+
+	enableEndpoint = `UPDATE herald.endpoints
+SET enabled = true, disabled_reason = NULL, disabled_at = NULL,
+    failing_since = NULL, failing_notified_at = NULL, updated_at = now()
+WHERE id = $1`
+
+	selectExhausted = `SELECT d.message_id, m.event_type, d.attempt_count, d.first_attempt_at, d.last_attempt_at,
+    d.last_status_code, d.last_error, e.id, e.tenant_id, e.url, e.description
+FROM herald.deliveries d
+JOIN herald.messages m ON m.id = d.message_id
+JOIN herald.endpoints e ON e.id = d.endpoint_id
+WHERE d.id = $1`
+
+	ensureOpsTenant = `INSERT INTO herald.tenants (id, name) VALUES ($1, 'Herald operational events')
+ON CONFLICT (id) DO NOTHING`
+)
