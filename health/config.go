@@ -2,8 +2,8 @@ package health
 
 import (
 	"errors"
-	"fmt"
 	"flag"
+	"fmt"
 	"log/slog"
 	"time"
 
