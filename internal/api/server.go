@@ -1,0 +1,192 @@
+// Package api is Herald's management API: JSON over HTTP under /v1, with
+// API-key and portal-session authentication, problem+json errors, keyset
+// pagination, and the operational routes (/healthz, /readyz, /metrics,
+// /openapi.json). It holds no state of its own: any number of replicas can
+// serve one database.
+package api
+
+import (
+	"encoding/json"
+	"errors"
+	"log/slog"
+	"net/http"
+	"strconv"
+	"strings"
+
+	"github.com/go-chi/chi/v5"
+	"github.com/google/uuid"
+	"github.com/jackc/pgx/v5/pgxpool"
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/prometheus/client_golang/prometheus/collectors"
+	"github.com/prometheus/client_golang/prometheus/promhttp"
+
+	"github.com/heraldhq/herald/internal/metrics"
+	"github.com/heraldhq/herald/internal/page"
+)
+
+// Config configures a Server.
+type Config struct {
+	// Pool is Herald's database. Required.
+	Pool *pgxpool.Pool
+	// Logger receives one line per request and every server-side failure.
+	// Defaults to slog.Default().
+	Logger *slog.Logger
+	// PublicURL is the address clients reach this API at, used to build
+	// portal links, e.g. "https://webhooks.example.com". Defaults to
+	// "http://localhost:8080".
+	PublicURL string
+	// MaxBodyBytes caps request bodies. Defaults to DefaultMaxBodyBytes.
+	MaxBodyBytes int64
+	// Portal, when set, serves the customer portal under /portal/.
+	Portal http.Handler
+}
+
+// Server serves the API. Build it with New.
+type Server struct {
+	pool         *pgxpool.Pool
+	logger       *slog.Logger
+	publicURL    string
+	maxBodyBytes int64
+	router       chi.Router
+}
+
+// New builds a Server from cfg.
+func New(cfg Config) (*Server, error) {
+	if cfg.Pool == nil {
+		return nil, errors.New("api: Config.Pool is required")
+	}
+	s := &Server{
+		pool:         cfg.Pool,
+		logger:       cfg.Logger,
+		publicURL:    strings.TrimRight(cfg.PublicURL, "/"),
+		maxBodyBytes: cfg.MaxBodyBytes,
+	}
+	if s.logger == nil {
+		s.logger = slog.Default()
+	}
+	if s.publicURL == "" {
+		s.publicURL = "http://localhost:8080"
+	}
+	if s.maxBodyBytes <= 0 {
+		s.maxBodyBytes = DefaultMaxBodyBytes
+	}
+	registry := prometheus.NewRegistry()
+	registry.MustRegister(
+		collectors.NewGoCollector(),
+		collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}),
+		metrics.NewCollector(cfg.Pool, s.logger),
+	)
+	s.router = s.routes(registry, cfg.Portal)
+	return s, nil
+}
+
+// Handler returns the HTTP handler serving every route.
+func (s *Server) Handler() http.Handler { return s.router }
+
+func (s *Server) routes(registry *prometheus.Registry, portal http.Handler) chi.Router {
+	r := chi.NewRouter()
+	r.Use(withRequestID, s.logRequests, s.recoverPanics)
+	r.NotFound(func(w http.ResponseWriter, r *http.Request) {
+		writeProblem(w, r, problem(http.StatusNotFound, "not-found", "no route matches "+r.Method+" "+r.URL.Path+"; see /openapi.json for the routes"))
+	})
+	r.MethodNotAllowed(func(w http.ResponseWriter, r *http.Request) {
+		writeProblem(w, r, problem(http.StatusMethodNotAllowed, "method-not-allowed", r.Method+" is not allowed on "+r.URL.Path+"; see /openapi.json for the methods it takes"))
+	})
+
+	r.Get("/healthz", s.healthz)
+	r.Get("/readyz", s.readyz)
+	r.Method(http.MethodGet, "/metrics", promhttp.HandlerFor(registry, promhttp.HandlerOpts{}))
+	r.Get("/openapi.json", serveOpenAPI)
+	if portal != nil {
+		r.Mount("/portal", portal)
+	}
+
+	r.Route("/v1", func(r chi.Router) {
+		r.Use(s.authenticate)
+
+		r.With(operatorOnly).Get("/api-keys", s.h(s.listOperatorKeys))
+		r.With(operatorOnly).Post("/api-keys", s.h(s.createOperatorKey))
+		r.With(operatorOnly).Delete("/api-keys/{keyID}", s.h(s.revokeOperatorKey))
+
+		r.Get("/event-types", s.h(s.listEventTypes))
+		r.With(operatorOnly).Post("/event-types", s.h(s.createEventType))
+		r.Get("/event-types/{eventType}", s.h(s.getEventType))
+		r.With(operatorOnly).Patch("/event-types/{eventType}", s.h(s.updateEventType))
+		r.With(operatorOnly).Delete("/event-types/{eventType}", s.h(s.deleteEventType))
+
+		r.Route("/tenants/{tenantID}", func(r chi.Router) {
+			r.Use(s.tenantScope)
+			r.Get("/api-keys", s.h(s.listTenantKeys))
+			r.Post("/api-keys", s.h(s.createTenantKey))
+			r.Delete("/api-keys/{keyID}", s.h(s.revokeTenantKey))
+			r.Post("/portal-links", s.h(s.createPortalLink))
+
+			r.Get("/messages", s.h(s.listMessages))
+			r.Get("/messages/{messageID}", s.h(s.getMessage))
+			r.Get("/messages/{messageID}/attempts", s.h(s.listMessageAttempts))
+
+			r.Get("/endpoints/{endpointID}/attempts", s.h(s.listEndpointAttempts))
+			r.Get("/endpoints/{endpointID}/stats", s.h(s.endpointStats))
+		})
+	})
+	return r
+}
+
+// handlerFunc is a handler that reports failure by returning an error;
+// s.h turns the error into a problem response.
+type handlerFunc func(w http.ResponseWriter, r *http.Request) error
+
+func (s *Server) h(fn handlerFunc) http.HandlerFunc {
+	return func(w http.ResponseWriter, r *http.Request) {
+		if err := fn(w, r); err != nil {
+			writeProblem(w, r, s.asProblem(r, err))
+		}
+	}
+}
+
+func writeJSON(w http.ResponseWriter, status int, v any) error {
+	w.Header().Set("Content-Type", "application/json")
+	w.Header().Set("Cache-Control", "no-store")
+	w.WriteHeader(status)
+	return json.NewEncoder(w).Encode(v)
+}
+
+// listResponse is the body of every list route.
+type listResponse[T any] struct {
+	Data []T `json:"data"`
+	// Next is the cursor to pass as ?after= for the next page; absent on
+	// the last page.
+	Next string `json:"next,omitempty"`
+}
+
+func writePage[T any](w http.ResponseWriter, p page.Page[T]) error {
+	resp := listResponse[T]{Data: p.Items}
+	if p.Next != nil {
+		resp.Next = p.Next.String()
+	}
+	return writeJSON(w, http.StatusOK, resp)
+}
+
+func pageRequest(r *http.Request) (page.Request, error) {
+	q := r.URL.Query()
+	return page.ParseRequest(q.Get("limit"), q.Get("after"))
+}
+
+// uuidParam reads a UUID path parameter. A malformed id cannot name an
+// object, so it is reported as not found, like any other unknown id.
+func uuidParam(r *http.Request, name, what string) (uuid.UUID, error) {
+	id, err := uuid.Parse(strings.TrimPrefix(chi.URLParam(r, name), "msg_"))
+	if err != nil {
+		return uuid.UUID{}, notFound(what + " " + quote(chi.URLParam(r, name)))
+	}
+	return id, nil
+}
+
+// quote prints a client-supplied value in a message, shortened so a long
+// value cannot flood the response.
+func quote(s string) string {
+	if len(s) > 80 {
+		s = s[:80] + "…"
+	}
+	return strconv.Quote(s)
+}

@@ -1,0 +1,54 @@
+package auth
+
+const (
+	insertAPIKey = `
+INSERT INTO herald.api_keys (id, tenant_id, name, prefix, key_hash)
+VALUES ($1, $2, $3, $4, $5)
+RETURNING id, tenant_id, name, prefix, created_at, revoked_at`
+
+	selectKeyExists = `SELECT EXISTS (SELECT 1 FROM herald.api_keys WHERE key_hash = $1)`
+
+	listAPIKeys = `
+SELECT id, tenant_id, name, prefix, created_at, revoked_at
+FROM herald.api_keys
+WHERE coalesce(tenant_id, '') = $1
+  AND ($2::timestamptz IS NULL OR (created_at, id) < ($2, $3::uuid))
+ORDER BY created_at DESC, id DESC
+LIMIT $4`
+
+	revokeAPIKey = `
+UPDATE herald.api_keys SET revoked_at = coalesce(revoked_at, now())
+WHERE coalesce(tenant_id, '') = $1 AND id = $2
+RETURNING id, tenant_id, name, prefix, created_at, revoked_at`
+
+	selectActiveKey = `
+SELECT id, tenant_id FROM herald.api_keys
+WHERE key_hash = $1 AND revoked_at IS NULL`
+
+	insertPortalLink = `
+INSERT INTO herald.portal_links (token_hash, tenant_id, expires_at)
+VALUES ($1, $2, now() + make_interval(secs => $3))
+RETURNING expires_at`
+
+	spendPortalLink = `
+UPDATE herald.portal_links SET used_at = now()
+WHERE token_hash = $1 AND used_at IS NULL AND expires_at > now()
+RETURNING tenant_id`
+
+	selectPortalLinkState = `
+SELECT used_at IS NOT NULL, expires_at <= now() FROM herald.portal_links WHERE token_hash = $1`
+
+	insertPortalSession = `
+INSERT INTO herald.portal_sessions (token_hash, tenant_id, expires_at)
+VALUES ($1, $2, now() + make_interval(secs => $3))
+RETURNING expires_at`
+
+	selectPortalSession = `
+SELECT tenant_id FROM herald.portal_sessions WHERE token_hash = $1 AND expires_at > now()`
+
+	pruneExpiredPortal = `
+WITH links AS (DELETE FROM herald.portal_links WHERE expires_at < now() - interval '1 day')
+DELETE FROM herald.portal_sessions WHERE expires_at < now() - interval '1 day'`
+
+	deletePortalSession = `DELETE FROM herald.portal_sessions WHERE token_hash = $1`
+)
