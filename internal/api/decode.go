@@ -45,7 +45,7 @@ func decodeProblem(err error, limit int64) *Problem {
 	var (
 		syntax   *json.SyntaxError
 		typ      *json.UnmarshalTypeError
-		tooLarge  *http.MaxBytesError
+		tooLarge *http.MaxBytesError
 	)
 	switch {
 	case errors.Is(err, io.EOF):
