@@ -2,6 +2,7 @@ package outbox
 
 import (
 	"encoding/json"
+	"errors"
 	"fmt"
 	"strings"
 	"unicode/utf8"
@@ -99,4 +100,36 @@ func (m Message) encode() (string, error) {
 		return "", &ValidationError{Field: "data", Problem: "is not valid UTF-8"}
 	}
 	return string(data), nil
+}
+
+// MaxTypeLength is the longest event type accepted, in characters.
+const MaxTypeLength = 128
+
+// ValidateType checks an event type against the grammar Publish enforces
+// (the same rule as herald.publish): 1 to 128 characters, lower-case
+// letters, digits, ".", "_" and "-", starting with a letter or a digit. The
+// error says what is wrong. Endpoint subscriptions use it too.
+func ValidateType(eventType string) error {
+	switch {
+	case eventType == "":
+		return errors.New("is empty; name the event, for example invoice.paid")
+	case utf8.RuneCountInString(eventType) > MaxTypeLength:
+		return fmt.Errorf("is %d characters long; at most %d are allowed", utf8.RuneCountInString(eventType), MaxTypeLength)
+	}
+	for i, c := range []byte(eventType) {
+		lowerOrDigit := c >= 'a' && c <= 'z' || c >= '0' && c <= '9'
+		if !lowerOrDigit && (i == 0 || c != '.' && c != '_' && c != '-') {
+			return fmt.Errorf("%s is malformed; use lower-case letters, digits, \".\", \"_\" and \"-\", starting with a letter or digit, for example invoice.paid", quoteJSON(eventType))
+		}
+	}
+	return nil
+}
+
+// quoteJSON quotes s as Postgres's to_json does, so Go and SQL errors match.
+func quoteJSON(s string) string {
+	var b strings.Builder
+	enc := json.NewEncoder(&b)
+	enc.SetEscapeHTML(false)
+	_ = enc.Encode(s) // encoding a string cannot fail
+	return strings.TrimSuffix(b.String(), "\n")
 }

@@ -110,3 +110,26 @@ func TestPublishNilTransaction(t *testing.T) {
 	var invalid *outbox.ValidationError
 	require.False(t, errors.As(err, &invalid))
 }
+
+// ValidateType in Go and the check in herald.try_publish accept and reject
+// the same types with the same words.
+func TestValidateTypeAgreesWithSQL(t *testing.T) {
+	t.Parallel()
+	b, ctx := setup(t)
+
+	for _, typ := range []string{
+		"invoice.paid", "a", "0", "user_created", "order-shipped.v2", "a..b", "x-", strings.Repeat("a", 128),
+		"", "Invoice.paid", ".paid", "_paid", "-paid", "invoice paid", "invoice/paid", "invoïce", "a*", "a<b&c", "tab\there", strings.Repeat("a", 129),
+	} {
+		var problem *string
+		err := b.pool.QueryRow(ctx, "SELECT problem FROM herald.try_publish('acme', $1, 'inv_1', '{}', NULL)", typ).Scan(&problem)
+		require.NoError(t, err)
+		goErr := outbox.ValidateType(typ)
+		if problem == nil {
+			require.NoError(t, goErr, "SQL accepts %q", typ)
+			continue
+		}
+		require.Error(t, goErr, "SQL rejects %q: %s", typ, *problem)
+		require.Equal(t, *problem, goErr.Error(), "same words for %q", typ)
+	}
+}
