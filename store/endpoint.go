@@ -1,0 +1,320 @@
+package store
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"time"
+
+	"github.com/google/uuid"
+	"github.com/jackc/pgx/v5"
+
+	"github.com/heraldhq/herald/signing"
+)
+
+// Endpoint is one URL a tenant receives webhooks at. It never carries a
+// secret.
+type Endpoint struct {
+	// ID is a UUIDv7, so ids sort by creation time.
+	ID       uuid.UUID
+	TenantID string
+	// URL is where deliveries are POSTed.
+	URL         string
+	Description string
+	// EventTypes are the types the endpoint receives. Empty (never nil)
+	// means every type.
+	EventTypes []string
+	// RateLimit is the most messages per second the endpoint receives. Zero
+	// means no limit.
+	RateLimit float64
+	// Enabled is false once the endpoint was disabled, by its owner, by a
+	// 410 Gone or for failing too long; DisabledReason and DisabledAt say
+	// why and when.
+	Enabled        bool
+	DisabledReason string
+	DisabledAt     *time.Time
+	// FailingSince is the start of the current run of failed attempts, nil
+	// while the endpoint is healthy.
+	FailingSince *time.Time
+	// LastSuccessAt is the time of the last successful attempt, if any.
+	LastSuccessAt *time.Time
+	CreatedAt     time.Time
+	UpdatedAt     time.Time
+}
+
+// Subscribes reports whether the endpoint receives events of eventType.
+func (e Endpoint) Subscribes(eventType string) bool {
+	if len(e.EventTypes) == 0 {
+		return true
+	}
+	for _, t := range e.EventTypes {
+		if t == eventType {
+			return true
+		}
+	}
+	return false
+}
+
+// NewEndpoint is what CreateEndpoint needs.
+type NewEndpoint struct {
+	// TenantID is the tenant the endpoint belongs to. Required; the tenant
+	// must exist.
+	TenantID string
+	// URL is an absolute http or https URL with a host, at most 2048
+	// characters, and passes the store's URL policy. Required.
+	URL string
+	// Description is a label for people, at most 1024 characters. Optional.
+	Description string
+	// EventTypes are the event types to receive (see outbox.ValidateType);
+	// repeats are dropped. Empty means every type.
+	EventTypes []string
+	// RateLimit caps messages per second. Zero means no limit.
+	RateLimit float64
+	// Secret is the endpoint's signing secret: a whsec_ secret or, for
+	// ed25519 signatures, a whsk_ private key. The zero Secret means a new
+	// whsec_ secret is generated.
+	Secret signing.Secret
+}
+
+// EndpointUpdate lists the changes UpdateEndpoint makes. A nil field is left
+// as it is.
+type EndpointUpdate struct {
+	URL         *string
+	Description *string
+	// EventTypes replaces the subscription; a pointer to an empty slice
+	// subscribes to every type.
+	EventTypes *[]string
+	// RateLimit replaces the limit; a pointer to 0 removes it.
+	RateLimit *float64
+}
+
+func scanEndpoint(row pgx.Row) (Endpoint, error) {
+	var e Endpoint
+	err := row.Scan(&e.ID, &e.TenantID, &e.URL, &e.Description, &e.EventTypes, &e.RateLimit, &e.Enabled,
+		&e.DisabledReason, &e.DisabledAt, &e.FailingSince, &e.LastSuccessAt, &e.CreatedAt, &e.UpdatedAt)
+	return e, err
+}
+
+// CreateEndpoint creates an endpoint with its first signing secret; read
+// the secret with RevealSecret. A tenant that does not exist is an error
+// wrapping ErrNotFound.
+func (s *Store) CreateEndpoint(ctx context.Context, n NewEndpoint) (Endpoint, error) {
+	return s.createEndpoint(ctx, s.pool, n)
+}
+
+// CreateEndpointTx is CreateEndpoint in the caller's transaction. Bad input
+// and an unknown tenant leave tx usable.
+func (s *Store) CreateEndpointTx(ctx context.Context, tx pgx.Tx, n NewEndpoint) (Endpoint, error) {
+	return s.createEndpoint(ctx, tx, n)
+}
+
+func (s *Store) createEndpoint(ctx context.Context, db dbtx, n NewEndpoint) (Endpoint, error) {
+	fail := func(err error) (Endpoint, error) {
+		return Endpoint{}, fmt.Errorf("create endpoint for tenant %q: %w", n.TenantID, err)
+	}
+	if err := checkTenantID("tenant_id", n.TenantID); err != nil {
+		return fail(err)
+	}
+	if err := s.checkURL(n.URL); err != nil {
+		return fail(err)
+	}
+	if err := checkText("description", n.Description, maxDescriptionLength); err != nil {
+		return fail(err)
+	}
+	eventTypes, err := normalizeEventTypes(n.EventTypes)
+	if err != nil {
+		return fail(err)
+	}
+	if err := checkRateLimit(n.RateLimit); err != nil {
+		return fail(err)
+	}
+	secret := n.Secret
+	if secret.Algorithm() == 0 {
+		if secret, err = signing.GenerateHMACSecret(); err != nil {
+			return fail(err)
+		}
+	}
+	algorithm, err := algorithmColumn(secret)
+	if err != nil {
+		return fail(err)
+	}
+	id, secretID := uuid.Must(uuid.NewV7()), uuid.Must(uuid.NewV7())
+	e, err := scanEndpoint(db.QueryRow(ctx, insertEndpoint, id, n.TenantID, n.URL, n.Description, eventTypes, n.RateLimit,
+		secretID, algorithm, s.sealSecret(id, secret)))
+	if errors.Is(err, pgx.ErrNoRows) {
+		return fail(fmt.Errorf("tenant %q: %w", n.TenantID, ErrNotFound))
+	}
+	if err != nil {
+		return fail(err)
+	}
+	return e, nil
+}
+
+// GetEndpoint returns an endpoint, or an error wrapping ErrNotFound.
+func (s *Store) GetEndpoint(ctx context.Context, id uuid.UUID) (Endpoint, error) {
+	e, err := scanEndpoint(s.pool.QueryRow(ctx, selectEndpoint, id))
+	if errors.Is(err, pgx.ErrNoRows) {
+		return Endpoint{}, fmt.Errorf("endpoint %s: %w", id, ErrNotFound)
+	}
+	if err != nil {
+		return Endpoint{}, fmt.Errorf("get endpoint %s: %w", id, err)
+	}
+	return e, nil
+}
+
+// ListEndpoints returns a page of a tenant's endpoints in creation (id)
+// order. A tenant that does not exist is an error wrapping ErrNotFound.
+func (s *Store) ListEndpoints(ctx context.Context, tenantID string, p ListParams[uuid.UUID]) (Page[Endpoint], error) {
+	fail := func(err error) (Page[Endpoint], error) {
+		return Page[Endpoint]{}, fmt.Errorf("list endpoints of tenant %q: %w", tenantID, err)
+	}
+	n, err := limit(p.Limit)
+	if err != nil {
+		return fail(err)
+	}
+	if !validTenantID(tenantID) {
+		return fail(ErrNotFound)
+	}
+	rows, err := s.pool.Query(ctx, listEndpoints, tenantID, p.After, n+1)
+	if err != nil {
+		return fail(err)
+	}
+	endpoints, err := pgx.CollectRows(rows, func(row pgx.CollectableRow) (Endpoint, error) { return scanEndpoint(row) })
+	if err != nil {
+		return fail(err)
+	}
+	if len(endpoints) == 0 {
+		var exists bool
+		if err := s.pool.QueryRow(ctx, tenantExists, tenantID).Scan(&exists); err != nil {
+			return fail(err)
+		}
+		if !exists {
+			return fail(ErrNotFound)
+		}
+	}
+	return page(endpoints, n), nil
+}
+
+// UpdateEndpoint changes an endpoint and returns it as it now is.
+func (s *Store) UpdateEndpoint(ctx context.Context, id uuid.UUID, u EndpointUpdate) (Endpoint, error) {
+	return s.updateEndpoint(ctx, s.pool, id, u)
+}
+
+// UpdateEndpointTx is UpdateEndpoint in the caller's transaction. Bad input
+// leaves tx usable.
+func (s *Store) UpdateEndpointTx(ctx context.Context, tx pgx.Tx, id uuid.UUID, u EndpointUpdate) (Endpoint, error) {
+	return s.updateEndpoint(ctx, tx, id, u)
+}
+
+func (s *Store) updateEndpoint(ctx context.Context, db dbtx, id uuid.UUID, u EndpointUpdate) (Endpoint, error) {
+	fail := func(err error) (Endpoint, error) {
+		return Endpoint{}, fmt.Errorf("update endpoint %s: %w", id, err)
+	}
+	if u.URL != nil {
+		if err := s.checkURL(*u.URL); err != nil {
+			return fail(err)
+		}
+	}
+	if u.Description != nil {
+		if err := checkText("description", *u.Description, maxDescriptionLength); err != nil {
+			return fail(err)
+		}
+	}
+	var eventTypes []string
+	if u.EventTypes != nil {
+		var err error
+		if eventTypes, err = normalizeEventTypes(*u.EventTypes); err != nil {
+			return fail(err)
+		}
+	}
+	if u.RateLimit != nil {
+		if err := checkRateLimit(*u.RateLimit); err != nil {
+			return fail(err)
+		}
+	}
+	e, err := scanEndpoint(db.QueryRow(ctx, updateEndpoint, id, u.URL, u.Description, eventTypes, u.RateLimit))
+	if errors.Is(err, pgx.ErrNoRows) {
+		return fail(ErrNotFound)
+	}
+	if err != nil {
+		return fail(err)
+	}
+	return e, nil
+}
+
+// DeleteEndpoint deletes an endpoint with its secrets and delivery history.
+// Its queued deliveries are not sent.
+func (s *Store) DeleteEndpoint(ctx context.Context, id uuid.UUID) error {
+	return s.deleteEndpoint(ctx, s.pool, id)
+}
+
+// DeleteEndpointTx is DeleteEndpoint in the caller's transaction.
+func (s *Store) DeleteEndpointTx(ctx context.Context, tx pgx.Tx, id uuid.UUID) error {
+	return s.deleteEndpoint(ctx, tx, id)
+}
+
+func (s *Store) deleteEndpoint(ctx context.Context, db dbtx, id uuid.UUID) error {
+	tag, err := db.Exec(ctx, deleteEndpoint, id)
+	if err != nil {
+		return fmt.Errorf("delete endpoint %s: %w", id, err)
+	}
+	if tag.RowsAffected() == 0 {
+		return fmt.Errorf("delete endpoint %s: %w", id, ErrNotFound)
+	}
+	return nil
+}
+
+// DisableEndpoint stops deliveries to an endpoint, recording why and when
+// (the store's clock). reason is required, at most 1024 characters.
+// Disabling a disabled endpoint changes nothing and keeps the first reason.
+func (s *Store) DisableEndpoint(ctx context.Context, id uuid.UUID, reason string) (Endpoint, error) {
+	return s.disableEndpoint(ctx, s.pool, id, reason)
+}
+
+// DisableEndpointTx is DisableEndpoint in the caller's transaction, for
+// example together with cancelling the endpoint's pending deliveries.
+func (s *Store) DisableEndpointTx(ctx context.Context, tx pgx.Tx, id uuid.UUID, reason string) (Endpoint, error) {
+	return s.disableEndpoint(ctx, tx, id, reason)
+}
+
+func (s *Store) disableEndpoint(ctx context.Context, db dbtx, id uuid.UUID, reason string) (Endpoint, error) {
+	fail := func(err error) (Endpoint, error) {
+		return Endpoint{}, fmt.Errorf("disable endpoint %s: %w", id, err)
+	}
+	if reason == "" {
+		return fail(invalid("reason", "is empty; say why the endpoint is disabled, for example \"disabled by its owner\""))
+	}
+	if err := checkText("reason", reason, maxReasonLength); err != nil {
+		return fail(err)
+	}
+	e, err := scanEndpoint(db.QueryRow(ctx, disableEndpoint, id, reason, s.now()))
+	if errors.Is(err, pgx.ErrNoRows) {
+		return fail(ErrNotFound)
+	}
+	if err != nil {
+		return fail(err)
+	}
+	return e, nil
+}
+
+// EnableEndpoint resumes deliveries to an endpoint. It clears the disable
+// reason and time and the failing spell, so the health clock starts afresh.
+func (s *Store) EnableEndpoint(ctx context.Context, id uuid.UUID) (Endpoint, error) {
+	return s.enableEndpoint(ctx, s.pool, id)
+}
+
+// EnableEndpointTx is EnableEndpoint in the caller's transaction.
+func (s *Store) EnableEndpointTx(ctx context.Context, tx pgx.Tx, id uuid.UUID) (Endpoint, error) {
+	return s.enableEndpoint(ctx, tx, id)
+}
+
+func (s *Store) enableEndpoint(ctx context.Context, db dbtx, id uuid.UUID) (Endpoint, error) {
+	e, err := scanEndpoint(db.QueryRow(ctx, enableEndpoint, id))
+	if errors.Is(err, pgx.ErrNoRows) {
+		return Endpoint{}, fmt.Errorf("enable endpoint %s: %w", id, ErrNotFound)
+	}
+	if err != nil {
+		return Endpoint{}, fmt.Errorf("enable endpoint %s: %w", id, err)
+	}
+	return e, nil
+}

@@ -1,0 +1,109 @@
+package store
+
+// Tenants.
+const (
+	tenantColumns = `id, name, created_at, updated_at`
+
+	insertTenant = `INSERT INTO herald.tenants (id, name) VALUES ($1, $2)
+ON CONFLICT (id) DO NOTHING
+RETURNING ` + tenantColumns
+
+	selectTenant = `SELECT ` + tenantColumns + ` FROM herald.tenants WHERE id = $1`
+
+	listTenants = `SELECT ` + tenantColumns + ` FROM herald.tenants
+WHERE id > $1 ORDER BY id LIMIT $2`
+
+	updateTenant = `UPDATE herald.tenants SET name = coalesce($2, name), updated_at = now()
+WHERE id = $1
+RETURNING ` + tenantColumns
+
+	deleteTenant = `DELETE FROM herald.tenants WHERE id = $1`
+
+	tenantExists = `SELECT EXISTS (SELECT 1 FROM herald.tenants WHERE id = $1)`
+)
+
+// Endpoints. NULLs come back as zero values where Endpoint has no pointer.
+const (
+	endpointColumns = `id, tenant_id, url, description, event_types, coalesce(rate_limit, 0), enabled,
+coalesce(disabled_reason, ''), disabled_at, failing_since, last_success_at, created_at, updated_at`
+
+	// insertEndpoint creates the endpoint and its first secret in one
+	// statement, and nothing when the tenant does not exist, so a caller's
+	// transaction is never aborted by an unknown tenant.
+	insertEndpoint = `WITH endpoint AS (
+    INSERT INTO herald.endpoints (id, tenant_id, url, description, event_types, rate_limit)
+    SELECT $1, $2, $3, $4, $5, nullif($6::double precision, 0)
+    WHERE EXISTS (SELECT 1 FROM herald.tenants WHERE id = $2)
+    RETURNING *
+), secret AS (
+    INSERT INTO herald.endpoint_secrets (id, endpoint_id, algorithm, ciphertext)
+    SELECT $7, id, $8, $9 FROM endpoint
+)
+SELECT ` + endpointColumns + ` FROM endpoint`
+
+	selectEndpoint = `SELECT ` + endpointColumns + ` FROM herald.endpoints WHERE id = $1`
+
+	listEndpoints = `SELECT ` + endpointColumns + ` FROM herald.endpoints
+WHERE tenant_id = $1 AND id > $2 ORDER BY id LIMIT $3`
+
+	// updateEndpoint changes the fields whose parameter is not NULL; a
+	// rate limit of 0 removes the limit.
+	updateEndpoint = `UPDATE herald.endpoints SET
+    url = coalesce($2, url),
+    description = coalesce($3, description),
+    event_types = coalesce($4, event_types),
+    rate_limit = CASE WHEN $5::double precision IS NULL THEN rate_limit ELSE nullif($5, 0) END,
+    updated_at = now()
+WHERE id = $1
+RETURNING ` + endpointColumns
+
+	deleteEndpoint = `DELETE FROM herald.endpoints WHERE id = $1`
+
+	// disableEndpoint keeps the first reason and time when the endpoint is
+	// already disabled.
+	disableEndpoint = `UPDATE herald.endpoints SET
+    disabled_reason = CASE WHEN enabled THEN $2 ELSE disabled_reason END,
+    disabled_at = CASE WHEN enabled THEN $3 ELSE disabled_at END,
+    enabled = false,
+    updated_at = CASE WHEN enabled THEN now() ELSE updated_at END
+WHERE id = $1
+RETURNING ` + endpointColumns
+
+	// enableEndpoint also clears the failing spell, so the health clock and
+	// the failing warning start afresh.
+	enableEndpoint = `UPDATE herald.endpoints SET
+    enabled = true, disabled_reason = NULL, disabled_at = NULL,
+    failing_since = NULL, failing_notified_at = NULL, updated_at = now()
+WHERE id = $1
+RETURNING ` + endpointColumns
+)
+
+// Endpoint secrets. Newest first: senders list the newest signature first.
+const (
+	selectActiveSecrets = `SELECT ciphertext FROM herald.endpoint_secrets
+WHERE endpoint_id = $1 AND (expires_at IS NULL OR expires_at > $2)
+ORDER BY created_at DESC, id DESC`
+
+	selectCurrentSecret = `SELECT ciphertext FROM herald.endpoint_secrets
+WHERE endpoint_id = $1 AND expires_at IS NULL
+ORDER BY created_at DESC, id DESC LIMIT 1`
+
+	// lockEndpointForRotation serialises rotations of one endpoint and
+	// reads the algorithm the new secret keeps.
+	lockEndpointForRotation = `SELECT s.algorithm FROM herald.endpoints e
+JOIN herald.endpoint_secrets s ON s.endpoint_id = e.id
+WHERE e.id = $1
+ORDER BY s.expires_at IS NULL DESC, s.created_at DESC, s.id DESC
+LIMIT 1
+FOR UPDATE OF e`
+
+	// rotateSecret drops secrets already expired at $2, makes every other
+	// one expire at $3 at the latest, and adds the new one.
+	rotateSecret = `WITH expired AS (
+    DELETE FROM herald.endpoint_secrets WHERE endpoint_id = $1 AND expires_at <= $2
+), retiring AS (
+    UPDATE herald.endpoint_secrets SET expires_at = least(coalesce(expires_at, 'infinity'), $3)
+    WHERE endpoint_id = $1 AND (expires_at IS NULL OR expires_at > $2)
+)
+INSERT INTO herald.endpoint_secrets (id, endpoint_id, algorithm, ciphertext) VALUES ($4, $1, $5, $6)`
+)

@@ -1,0 +1,158 @@
+package store
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"time"
+
+	"github.com/jackc/pgx/v5"
+)
+
+// Tenant is one customer of the SaaS team running Herald.
+type Tenant struct {
+	// ID is chosen by the producer, usually its own customer id: 1 to 128
+	// letters, digits, "_", ":" and "-", starting with a letter or digit.
+	ID        string
+	Name      string
+	CreatedAt time.Time
+	UpdatedAt time.Time
+}
+
+// NewTenant is what CreateTenant needs.
+type NewTenant struct {
+	// ID is the tenant's id. Required; see Tenant.ID for its form.
+	ID string
+	// Name is a label for people, at most 256 characters. Optional.
+	Name string
+}
+
+// TenantUpdate lists the changes UpdateTenant makes. A nil field is left as
+// it is.
+type TenantUpdate struct {
+	Name *string
+}
+
+func scanTenant(row pgx.Row) (Tenant, error) {
+	var t Tenant
+	err := row.Scan(&t.ID, &t.Name, &t.CreatedAt, &t.UpdatedAt)
+	return t, err
+}
+
+// CreateTenant creates a tenant. An id already in use is an error wrapping
+// ErrAlreadyExists.
+func (s *Store) CreateTenant(ctx context.Context, t NewTenant) (Tenant, error) {
+	return s.createTenant(ctx, s.pool, t)
+}
+
+// CreateTenantTx is CreateTenant in the caller's transaction. Bad input and
+// a taken id leave tx usable.
+func (s *Store) CreateTenantTx(ctx context.Context, tx pgx.Tx, t NewTenant) (Tenant, error) {
+	return s.createTenant(ctx, tx, t)
+}
+
+func (s *Store) createTenant(ctx context.Context, db dbtx, t NewTenant) (Tenant, error) {
+	if err := checkTenantID("id", t.ID); err != nil {
+		return Tenant{}, fmt.Errorf("create tenant: %w", err)
+	}
+	if err := checkText("name", t.Name, maxTenantNameLength); err != nil {
+		return Tenant{}, fmt.Errorf("create tenant %q: %w", t.ID, err)
+	}
+	created, err := scanTenant(db.QueryRow(ctx, insertTenant, t.ID, t.Name))
+	if errors.Is(err, pgx.ErrNoRows) {
+		return Tenant{}, fmt.Errorf("create tenant %q: %w", t.ID, ErrAlreadyExists)
+	}
+	if err != nil {
+		return Tenant{}, fmt.Errorf("create tenant %q: %w", t.ID, err)
+	}
+	return created, nil
+}
+
+// GetTenant returns a tenant, or an error wrapping ErrNotFound.
+func (s *Store) GetTenant(ctx context.Context, id string) (Tenant, error) {
+	if !validTenantID(id) {
+		return Tenant{}, fmt.Errorf("tenant %q: %w", id, ErrNotFound)
+	}
+	t, err := scanTenant(s.pool.QueryRow(ctx, selectTenant, id))
+	if errors.Is(err, pgx.ErrNoRows) {
+		return Tenant{}, fmt.Errorf("tenant %q: %w", id, ErrNotFound)
+	}
+	if err != nil {
+		return Tenant{}, fmt.Errorf("get tenant %q: %w", id, err)
+	}
+	return t, nil
+}
+
+// ListTenants returns a page of tenants in id order.
+func (s *Store) ListTenants(ctx context.Context, p ListParams[string]) (Page[Tenant], error) {
+	n, err := limit(p.Limit)
+	if err != nil {
+		return Page[Tenant]{}, fmt.Errorf("list tenants: %w", err)
+	}
+	if err := checkText("after", p.After, 128); err != nil {
+		return Page[Tenant]{}, fmt.Errorf("list tenants: %w", err)
+	}
+	rows, err := s.pool.Query(ctx, listTenants, p.After, n+1)
+	if err != nil {
+		return Page[Tenant]{}, fmt.Errorf("list tenants: %w", err)
+	}
+	tenants, err := pgx.CollectRows(rows, func(row pgx.CollectableRow) (Tenant, error) { return scanTenant(row) })
+	if err != nil {
+		return Page[Tenant]{}, fmt.Errorf("list tenants: %w", err)
+	}
+	return page(tenants, n), nil
+}
+
+// UpdateTenant changes a tenant and returns it as it now is.
+func (s *Store) UpdateTenant(ctx context.Context, id string, u TenantUpdate) (Tenant, error) {
+	return s.updateTenant(ctx, s.pool, id, u)
+}
+
+// UpdateTenantTx is UpdateTenant in the caller's transaction.
+func (s *Store) UpdateTenantTx(ctx context.Context, tx pgx.Tx, id string, u TenantUpdate) (Tenant, error) {
+	return s.updateTenant(ctx, tx, id, u)
+}
+
+func (s *Store) updateTenant(ctx context.Context, db dbtx, id string, u TenantUpdate) (Tenant, error) {
+	if !validTenantID(id) {
+		return Tenant{}, fmt.Errorf("update tenant %q: %w", id, ErrNotFound)
+	}
+	if u.Name != nil {
+		if err := checkText("name", *u.Name, maxTenantNameLength); err != nil {
+			return Tenant{}, fmt.Errorf("update tenant %q: %w", id, err)
+		}
+	}
+	t, err := scanTenant(db.QueryRow(ctx, updateTenant, id, u.Name))
+	if errors.Is(err, pgx.ErrNoRows) {
+		return Tenant{}, fmt.Errorf("update tenant %q: %w", id, ErrNotFound)
+	}
+	if err != nil {
+		return Tenant{}, fmt.Errorf("update tenant %q: %w", id, err)
+	}
+	return t, nil
+}
+
+// DeleteTenant deletes a tenant with its endpoints, secrets, messages and
+// delivery history.
+func (s *Store) DeleteTenant(ctx context.Context, id string) error {
+	return s.deleteTenant(ctx, s.pool, id)
+}
+
+// DeleteTenantTx is DeleteTenant in the caller's transaction.
+func (s *Store) DeleteTenantTx(ctx context.Context, tx pgx.Tx, id string) error {
+	return s.deleteTenant(ctx, tx, id)
+}
+
+func (s *Store) deleteTenant(ctx context.Context, db dbtx, id string) error {
+	if !validTenantID(id) {
+		return fmt.Errorf("delete tenant %q: %w", id, ErrNotFound)
+	}
+	tag, err := db.Exec(ctx, deleteTenant, id)
+	if err != nil {
+		return fmt.Errorf("delete tenant %q: %w", id, err)
+	}
+	if tag.RowsAffected() == 0 {
+		return fmt.Errorf("delete tenant %q: %w", id, ErrNotFound)
+	}
+	return nil
+}
