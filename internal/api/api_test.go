@@ -22,13 +22,14 @@ import (
 type testBundle struct {
 	ctx      context.Context
 	pool     *pgxpool.Pool
+	handler  http.Handler
 	server   *httptest.Server
 	operator string // an operator API key
 	acme     string // a key scoped to tenant acme
 	globex   string // a key scoped to tenant globex
 }
 
-func setup(t *testing.T) *testBundle {
+func setup(t testing.TB) *testBundle {
 	t.Helper()
 	ctx := context.Background()
 	pool := pgtest.NewPool(t)
@@ -38,7 +39,7 @@ func setup(t *testing.T) *testBundle {
 	require.NoError(t, err)
 	server := httptest.NewServer(s.Handler())
 	t.Cleanup(server.Close)
-	b := &testBundle{ctx: ctx, pool: pool, server: server}
+	b := &testBundle{ctx: ctx, pool: pool, handler: s.Handler(), server: server}
 	_, b.operator, err = auth.CreateAPIKey(ctx, pool, "", "test operator")
 	require.NoError(t, err)
 	_, b.acme, err = auth.CreateAPIKey(ctx, pool, "acme", "acme")

@@ -99,3 +99,21 @@ SELECT coalesce(jsonb_object_agg(status, n), '{}') FROM (
   WHERE endpoint_id = $1 AND created_at >= $2 AND created_at < $3
   GROUP BY status) AS counts`
 )
+
+const (
+	// claimIdempotencyKey inserts a placeholder that the publish fills in
+	// before committing; status_code 0 is never seen by a repeat, which
+	// waits for the commit.
+	claimIdempotencyKey = `
+INSERT INTO herald.idempotency_records (tenant_id, key, request_hash, status_code, response_body)
+VALUES ($1, $2, $3, 0, '')
+ON CONFLICT (tenant_id, key) DO NOTHING`
+
+	storeIdempotentResponse = `
+UPDATE herald.idempotency_records SET status_code = $3, response_body = $4
+WHERE tenant_id = $1 AND key = $2`
+
+	selectIdempotencyRecord = `
+SELECT request_hash, status_code, response_body FROM herald.idempotency_records
+WHERE tenant_id = $1 AND key = $2`
+)

@@ -121,6 +121,7 @@ func (s *Server) routes(registry *prometheus.Registry, portal http.Handler) chi.
 			r.Delete("/api-keys/{keyID}", s.h(s.revokeTenantKey))
 			r.Post("/portal-links", s.h(s.createPortalLink))
 
+			r.Post("/messages", s.h(s.publish))
 			r.Get("/messages", s.h(s.listMessages))
 			r.Get("/messages/{messageID}", s.h(s.getMessage))
 			r.Get("/messages/{messageID}/attempts", s.h(s.listMessageAttempts))

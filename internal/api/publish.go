@@ -1,0 +1,157 @@
+package api
+
+import (
+	"bytes"
+	"crypto/sha256"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"net/http"
+
+	"github.com/go-chi/chi/v5"
+	"github.com/jackc/pgx/v5"
+
+	"github.com/heraldhq/herald/outbox"
+)
+
+// IdempotencyKeyHeader makes a publish happen at most once per tenant and
+// key: a repeat with the same body gets the first response again (with
+// IdempotentReplayedHeader set), a different body under the same key a 409.
+const IdempotencyKeyHeader = "Idempotency-Key"
+
+// IdempotentReplayedHeader is "true" on a response replayed for a repeated
+// Idempotency-Key.
+const IdempotentReplayedHeader = "Idempotent-Replayed"
+
+// maxIdempotencyKey is the longest key accepted, as in outbox.Message.
+const maxIdempotencyKey = 256
+
+type publishRequest struct {
+	EventType string          `json:"event_type"`
+	ObjectID  string          `json:"object_id"`
+	Data      json.RawMessage `json:"data"`
+}
+
+// publish is POST /v1/tenants/{tenantID}/messages: it publishes through the
+// outbox in a transaction of its own and answers 202 with the message.
+func (s *Server) publish(w http.ResponseWriter, r *http.Request) error {
+	var req publishRequest
+	if err := s.decode(w, r, &req); err != nil {
+		return err
+	}
+	if len(req.Data) == 0 || bytes.Equal(req.Data, []byte("null")) {
+		return invalid("data", "data is missing; send the event's payload as a JSON object, e.g. \"data\": {}")
+	}
+	var compact bytes.Buffer
+	if err := json.Compact(&compact, req.Data); err != nil {
+		return invalid("data", "data is not valid JSON")
+	}
+	req.Data = compact.Bytes()
+	key := r.Header.Get(IdempotencyKeyHeader)
+	if p := checkText(IdempotencyKeyHeader, key, maxIdempotencyKey); p != nil {
+		return p
+	}
+	tenantID := chi.URLParam(r, "tenantID")
+
+	// The hash covers what the request asks for, not its formatting, so a
+	// retry that re-serializes the same body is still a repeat.
+	canonical, err := json.Marshal(req)
+	if err != nil {
+		return fmt.Errorf("publish: %w", err)
+	}
+	requestHash := sha256.Sum256(canonical)
+
+	tx, err := s.pool.Begin(r.Context())
+	if err != nil {
+		return fmt.Errorf("publish: %w", err)
+	}
+	defer func() { _ = tx.Rollback(r.Context()) }()
+
+	if key != "" {
+		// The first request with a key inserts its record; a concurrent
+		// repeat waits here for that transaction and then finds the record.
+		tag, err := tx.Exec(r.Context(), claimIdempotencyKey, tenantID, key, requestHash[:])
+		if err != nil {
+			return fmt.Errorf("publish: claim idempotency key: %w", err)
+		}
+		if tag.RowsAffected() == 0 {
+			return s.replayIdempotent(w, r, tx, tenantID, key, requestHash[:])
+		}
+	}
+	published, err := outbox.Publish(r.Context(), tx, outbox.Message{
+		Tenant:         tenantID,
+		Type:           req.EventType,
+		ObjectID:       req.ObjectID,
+		Data:           req.Data,
+		IdempotencyKey: key,
+	})
+	var verr *outbox.ValidationError
+	if errors.As(err, &verr) {
+		return publishProblem(verr)
+	}
+	if err != nil {
+		return err
+	}
+	rows, err := tx.Query(r.Context(), selectMessage, tenantID, published.ID)
+	if err != nil {
+		return fmt.Errorf("publish: read back message %s: %w", published.ID, err)
+	}
+	m, err := pgx.CollectExactlyOneRow(rows, scanMessage)
+	if err != nil {
+		return fmt.Errorf("publish: read back message %s: %w", published.ID, err)
+	}
+	body, err := json.Marshal(m)
+	if err != nil {
+		return fmt.Errorf("publish: %w", err)
+	}
+	if key != "" {
+		if _, err := tx.Exec(r.Context(), storeIdempotentResponse, tenantID, key, http.StatusAccepted, body); err != nil {
+			return fmt.Errorf("publish: store idempotent response: %w", err)
+		}
+	}
+	if err := tx.Commit(r.Context()); err != nil {
+		return fmt.Errorf("publish: commit: %w", err)
+	}
+	return writeRaw(w, http.StatusAccepted, body)
+}
+
+func (s *Server) replayIdempotent(w http.ResponseWriter, r *http.Request, tx pgx.Tx, tenantID, key string, requestHash []byte) error {
+	var (
+		storedHash []byte
+		status     int
+		body       []byte
+	)
+	if err := tx.QueryRow(r.Context(), selectIdempotencyRecord, tenantID, key).Scan(&storedHash, &status, &body); err != nil {
+		return fmt.Errorf("publish: read idempotency record: %w", err)
+	}
+	if !bytes.Equal(storedHash, requestHash) {
+		p := conflict(fmt.Sprintf("the Idempotency-Key %s was already used with a different body; use a new key for a different event", quote(key)))
+		p.Field = IdempotencyKeyHeader
+		return p
+	}
+	w.Header().Set(IdempotentReplayedHeader, "true")
+	return writeRaw(w, status, body)
+}
+
+// publishProblem words the outbox's validation errors with the API's field
+// names.
+func publishProblem(e *outbox.ValidationError) *Problem {
+	field := e.Field
+	switch field {
+	case "type":
+		field = "event_type"
+	case "idempotency_key":
+		field = IdempotencyKeyHeader
+	case "tenant":
+		field = "tenantID"
+	}
+	return invalid(field, field+" "+e.Problem)
+}
+
+func writeRaw(w http.ResponseWriter, status int, body []byte) error {
+	w.Header().Set("Content-Type", "application/json")
+	w.Header().Set("Cache-Control", "no-store")
+	w.WriteHeader(status)
+	_, err := w.Write(append(body, '\n'))
+	return err
+}
