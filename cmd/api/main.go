@@ -20,6 +20,9 @@ import (
 	"github.com/heraldhq/herald/internal/api"
 	"github.com/heraldhq/herald/internal/auth"
 	"github.com/heraldhq/herald/internal/config"
+	"github.com/heraldhq/herald/internal/secretbox"
+	"github.com/heraldhq/herald/internal/ssrf"
+	"github.com/heraldhq/herald/store"
 )
 
 func main() {
@@ -32,6 +35,7 @@ func main() {
 // settings are the api's flags.
 type settings struct {
 	db              config.Database
+	ssrf            ssrf.Config
 	addr            string
 	publicURL       string
 	bootstrapKey    string
@@ -42,6 +46,7 @@ type settings struct {
 
 func (s *settings) register(fs *flag.FlagSet) {
 	s.db.Register(fs)
+	s.ssrf.Register(fs)
 	fs.StringVar(&s.addr, "addr", config.Env("HERALD_API_ADDR", ":8080"), "address to listen on (env HERALD_API_ADDR)")
 	fs.StringVar(&s.publicURL, "public-url", config.Env("HERALD_PUBLIC_URL", "http://localhost:8080"), "URL clients reach this API at, used in portal links (env HERALD_PUBLIC_URL)")
 	fs.StringVar(&s.bootstrapKey, "bootstrap-key", os.Getenv("HERALD_BOOTSTRAP_API_KEY"), "an operator API key (hk_…) to create on start if it does not exist; empty creates none (env HERALD_BOOTSTRAP_API_KEY)")
@@ -53,7 +58,7 @@ func (s *settings) register(fs *flag.FlagSet) {
 func run(args []string) error {
 	fs := flag.NewFlagSet("api", flag.ContinueOnError)
 	fs.Usage = func() {
-		fmt.Fprintf(fs.Output(), "Usage: api [flags]\n\nServes Herald's management API on --addr. It creates the database if missing\nand applies migrations on start unless --migrate=false.\n\nFlags:\n")
+		fmt.Fprintf(fs.Output(), "Usage: api [flags]\n\nServes Herald's management API on --addr. It creates the database if missing\nand applies migrations on start unless --migrate=false. Endpoint secrets are\nencrypted under the key in HERALD_SECRET_KEY (32 random bytes in base64).\n\nFlags:\n")
 		fs.PrintDefaults()
 	}
 	var s settings
@@ -65,6 +70,14 @@ func run(args []string) error {
 		return err
 	}
 	logger, err := newLogger(s.logFormat)
+	if err != nil {
+		return err
+	}
+	box, err := secretbox.FromEnv()
+	if err != nil {
+		return err
+	}
+	guard, err := s.ssrf.Guard()
 	if err != nil {
 		return err
 	}
@@ -81,8 +94,13 @@ func run(args []string) error {
 			return fmt.Errorf("--bootstrap-key: %w", err)
 		}
 	}
+	st, err := store.New(pool, store.Config{Box: box, CheckURL: guard.CheckURL})
+	if err != nil {
+		return err
+	}
 	server, err := api.New(api.Config{
 		Pool:         pool,
+		Store:        st,
 		Logger:       logger,
 		PublicURL:    s.publicURL,
 		MaxBodyBytes: s.maxBodyBytes,

@@ -17,6 +17,8 @@ import (
 	"github.com/heraldhq/herald/internal/api"
 	"github.com/heraldhq/herald/internal/auth"
 	"github.com/heraldhq/herald/internal/pgtest"
+	"github.com/heraldhq/herald/internal/secretbox"
+	"github.com/heraldhq/herald/store"
 )
 
 type testBundle struct {
@@ -35,7 +37,11 @@ func setup(t testing.TB) *testBundle {
 	pool := pgtest.NewPool(t)
 	_, err := pool.Exec(ctx, "INSERT INTO herald.tenants (id, name) VALUES ('acme', 'Acme'), ('globex', 'Globex')")
 	require.NoError(t, err)
-	s, err := api.New(api.Config{Pool: pool, Logger: slog.New(slog.DiscardHandler), PublicURL: "http://herald.test", MaxBodyBytes: 64 << 10})
+	box, err := secretbox.Parse(secretbox.Generate())
+	require.NoError(t, err)
+	st, err := store.New(pool, store.Config{Box: box})
+	require.NoError(t, err)
+	s, err := api.New(api.Config{Pool: pool, Store: st, Logger: slog.New(slog.DiscardHandler), PublicURL: "http://herald.test", MaxBodyBytes: 64 << 10})
 	require.NoError(t, err)
 	server := httptest.NewServer(s.Handler())
 	t.Cleanup(server.Close)

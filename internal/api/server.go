@@ -22,6 +22,7 @@ import (
 
 	"github.com/heraldhq/herald/internal/metrics"
 	"github.com/heraldhq/herald/internal/page"
+	"github.com/heraldhq/herald/store"
 )
 
 // Config configures a Server.
@@ -37,6 +38,8 @@ type Config struct {
 	PublicURL string
 	// MaxBodyBytes caps request bodies. Defaults to DefaultMaxBodyBytes.
 	MaxBodyBytes int64
+	// Store reads and writes tenants and endpoints. Required.
+	Store *store.Store
 	// Portal, when set, serves the customer portal under /portal/.
 	Portal http.Handler
 }
@@ -44,6 +47,7 @@ type Config struct {
 // Server serves the API. Build it with New.
 type Server struct {
 	pool         *pgxpool.Pool
+	store        *store.Store
 	logger       *slog.Logger
 	publicURL    string
 	maxBodyBytes int64
@@ -55,8 +59,12 @@ func New(cfg Config) (*Server, error) {
 	if cfg.Pool == nil {
 		return nil, errors.New("api: Config.Pool is required")
 	}
+	if cfg.Store == nil {
+		return nil, errors.New("api: Config.Store is required")
+	}
 	s := &Server{
 		pool:         cfg.Pool,
+		store:        cfg.Store,
 		logger:       cfg.Logger,
 		publicURL:    strings.TrimRight(cfg.PublicURL, "/"),
 		maxBodyBytes: cfg.MaxBodyBytes,
@@ -114,8 +122,15 @@ func (s *Server) routes(registry *prometheus.Registry, portal http.Handler) chi.
 		r.With(operatorOnly).Patch("/event-types/{eventType}", s.h(s.updateEventType))
 		r.With(operatorOnly).Delete("/event-types/{eventType}", s.h(s.deleteEventType))
 
+		r.Get("/tenants", s.h(s.listTenants))
+		r.With(operatorOnly).Post("/tenants", s.h(s.createTenant))
+
 		r.Route("/tenants/{tenantID}", func(r chi.Router) {
 			r.Use(s.tenantScope)
+			r.Get("/", s.h(s.getTenant))
+			r.Patch("/", s.h(s.updateTenant))
+			r.With(operatorOnly).Delete("/", s.h(s.deleteTenant))
+
 			r.Get("/api-keys", s.h(s.listTenantKeys))
 			r.Post("/api-keys", s.h(s.createTenantKey))
 			r.Delete("/api-keys/{keyID}", s.h(s.revokeTenantKey))
@@ -126,6 +141,15 @@ func (s *Server) routes(registry *prometheus.Registry, portal http.Handler) chi.
 			r.Get("/messages/{messageID}", s.h(s.getMessage))
 			r.Get("/messages/{messageID}/attempts", s.h(s.listMessageAttempts))
 
+			r.Get("/endpoints", s.h(s.listEndpoints))
+			r.Post("/endpoints", s.h(s.createEndpoint))
+			r.Get("/endpoints/{endpointID}", s.h(s.getEndpoint))
+			r.Patch("/endpoints/{endpointID}", s.h(s.updateEndpoint))
+			r.Delete("/endpoints/{endpointID}", s.h(s.deleteEndpoint))
+			r.Post("/endpoints/{endpointID}/enable", s.h(s.enableEndpoint))
+			r.Post("/endpoints/{endpointID}/disable", s.h(s.disableEndpoint))
+			r.Get("/endpoints/{endpointID}/secret", s.h(s.revealSecret))
+			r.Post("/endpoints/{endpointID}/secret/rotate", s.h(s.rotateSecret))
 			r.Get("/endpoints/{endpointID}/attempts", s.h(s.listEndpointAttempts))
 			r.Get("/endpoints/{endpointID}/stats", s.h(s.endpointStats))
 		})

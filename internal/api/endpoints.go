@@ -1,0 +1,238 @@
+package api
+
+import (
+	"fmt"
+	"net/http"
+	"time"
+
+	"github.com/go-chi/chi/v5"
+	"github.com/google/uuid"
+
+	"github.com/heraldhq/herald/internal/page"
+	"github.com/heraldhq/herald/signing"
+	"github.com/heraldhq/herald/store"
+)
+
+// Endpoint is an endpoint as the API shows it; it never holds a secret.
+type Endpoint struct {
+	ID          uuid.UUID `json:"id"`
+	TenantID    string    `json:"tenant_id"`
+	URL         string    `json:"url"`
+	Description string    `json:"description"`
+	// EventTypes are the subscribed types; empty means every type.
+	EventTypes []string `json:"event_types"`
+	// RateLimit is messages per second; 0 means unlimited.
+	RateLimit      float64    `json:"rate_limit"`
+	Enabled        bool       `json:"enabled"`
+	DisabledReason string     `json:"disabled_reason,omitempty"`
+	DisabledAt     *time.Time `json:"disabled_at,omitempty"`
+	FailingSince   *time.Time `json:"failing_since,omitempty"`
+	LastSuccessAt  *time.Time `json:"last_success_at,omitempty"`
+	CreatedAt      time.Time  `json:"created_at"`
+	UpdatedAt      time.Time  `json:"updated_at"`
+}
+
+func endpointView(e store.Endpoint) Endpoint {
+	return Endpoint{
+		ID: e.ID, TenantID: e.TenantID, URL: e.URL, Description: e.Description, EventTypes: e.EventTypes,
+		RateLimit: e.RateLimit, Enabled: e.Enabled, DisabledReason: e.DisabledReason, DisabledAt: e.DisabledAt,
+		FailingSince: e.FailingSince, LastSuccessAt: e.LastSuccessAt, CreatedAt: e.CreatedAt, UpdatedAt: e.UpdatedAt,
+	}
+}
+
+type createEndpointRequest struct {
+	URL         string   `json:"url"`
+	Description string   `json:"description"`
+	EventTypes  []string `json:"event_types"`
+	RateLimit   float64  `json:"rate_limit"`
+	// Secret is optional: a whsec_ secret, or a whsk_ key for ed25519
+	// signatures. Empty means Herald generates a whsec_ secret.
+	Secret string `json:"secret"`
+}
+
+type updateEndpointRequest struct {
+	URL         *string   `json:"url"`
+	Description *string   `json:"description"`
+	EventTypes  *[]string `json:"event_types"`
+	RateLimit   *float64  `json:"rate_limit"`
+}
+
+type disableEndpointRequest struct {
+	Reason string `json:"reason"`
+}
+
+type rotateSecretRequest struct {
+	// GraceSeconds is how long the previous secret keeps signing. Zero
+	// means store.DefaultRotationGrace (24 h); at most 7 days.
+	GraceSeconds int64 `json:"grace_seconds"`
+}
+
+type secretResponse struct {
+	Secret string `json:"secret"`
+}
+
+// defaultDisableReason is recorded when an owner disables an endpoint
+// without saying why.
+const defaultDisableReason = "disabled through the API"
+
+func (s *Server) listEndpoints(w http.ResponseWriter, r *http.Request) error {
+	req, err := pageRequest(r)
+	if err != nil {
+		return err
+	}
+	params := store.ListParams[uuid.UUID]{Limit: req.Size()}
+	if req.After != nil {
+		if params.After, err = uuid.Parse(req.After.ID); err != nil {
+			return page.ErrInvalidCursor
+		}
+	}
+	endpoints, err := s.store.ListEndpoints(r.Context(), chi.URLParam(r, "tenantID"), params)
+	if err != nil {
+		return err
+	}
+	out := page.Page[Endpoint]{Items: make([]Endpoint, len(endpoints.Items))}
+	for i, e := range endpoints.Items {
+		out.Items[i] = endpointView(e)
+	}
+	if endpoints.More {
+		last := endpoints.Items[len(endpoints.Items)-1]
+		out.Next = &page.Cursor{CreatedAt: last.CreatedAt, ID: last.ID.String()}
+	}
+	return writePage(w, out)
+}
+
+func (s *Server) createEndpoint(w http.ResponseWriter, r *http.Request) error {
+	var req createEndpointRequest
+	if err := s.decode(w, r, &req); err != nil {
+		return err
+	}
+	n := store.NewEndpoint{
+		TenantID:    chi.URLParam(r, "tenantID"),
+		URL:         req.URL,
+		Description: req.Description,
+		EventTypes:  req.EventTypes,
+		RateLimit:   req.RateLimit,
+	}
+	if req.Secret != "" {
+		secret, err := signing.ParseSecret(req.Secret)
+		if err != nil {
+			return invalid("secret", "secret "+err.Error()+"; omit it to let Herald generate one")
+		}
+		n.Secret = secret
+	}
+	e, err := s.store.CreateEndpoint(r.Context(), n)
+	if err != nil {
+		return err
+	}
+	w.Header().Set("Location", fmt.Sprintf("/v1/tenants/%s/endpoints/%s", e.TenantID, e.ID))
+	return writeJSON(w, http.StatusCreated, endpointView(e))
+}
+
+func (s *Server) getEndpoint(w http.ResponseWriter, r *http.Request) error {
+	id, err := s.endpointID(r)
+	if err != nil {
+		return err
+	}
+	e, err := s.store.GetEndpoint(r.Context(), id)
+	if err != nil {
+		return err
+	}
+	return writeJSON(w, http.StatusOK, endpointView(e))
+}
+
+func (s *Server) updateEndpoint(w http.ResponseWriter, r *http.Request) error {
+	id, err := s.endpointID(r)
+	if err != nil {
+		return err
+	}
+	var req updateEndpointRequest
+	if err := s.decode(w, r, &req); err != nil {
+		return err
+	}
+	e, err := s.store.UpdateEndpoint(r.Context(), id, store.EndpointUpdate{
+		URL: req.URL, Description: req.Description, EventTypes: req.EventTypes, RateLimit: req.RateLimit,
+	})
+	if err != nil {
+		return err
+	}
+	return writeJSON(w, http.StatusOK, endpointView(e))
+}
+
+func (s *Server) deleteEndpoint(w http.ResponseWriter, r *http.Request) error {
+	id, err := s.endpointID(r)
+	if err != nil {
+		return err
+	}
+	if err := s.store.DeleteEndpoint(r.Context(), id); err != nil {
+		return err
+	}
+	w.WriteHeader(http.StatusNoContent)
+	return nil
+}
+
+func (s *Server) enableEndpoint(w http.ResponseWriter, r *http.Request) error {
+	id, err := s.endpointID(r)
+	if err != nil {
+		return err
+	}
+	e, err := s.store.EnableEndpoint(r.Context(), id)
+	if err != nil {
+		return err
+	}
+	return writeJSON(w, http.StatusOK, endpointView(e))
+}
+
+func (s *Server) disableEndpoint(w http.ResponseWriter, r *http.Request) error {
+	id, err := s.endpointID(r)
+	if err != nil {
+		return err
+	}
+	var req disableEndpointRequest
+	if r.ContentLength != 0 {
+		if err := s.decode(w, r, &req); err != nil {
+			return err
+		}
+	}
+	if req.Reason == "" {
+		req.Reason = defaultDisableReason
+	}
+	e, err := s.store.DisableEndpoint(r.Context(), id, req.Reason)
+	if err != nil {
+		return err
+	}
+	return writeJSON(w, http.StatusOK, endpointView(e))
+}
+
+func (s *Server) revealSecret(w http.ResponseWriter, r *http.Request) error {
+	id, err := s.endpointID(r)
+	if err != nil {
+		return err
+	}
+	secret, err := s.store.RevealSecret(r.Context(), id)
+	if err != nil {
+		return err
+	}
+	return writeJSON(w, http.StatusOK, secretResponse{Secret: secret.String()})
+}
+
+func (s *Server) rotateSecret(w http.ResponseWriter, r *http.Request) error {
+	id, err := s.endpointID(r)
+	if err != nil {
+		return err
+	}
+	var req rotateSecretRequest
+	if r.ContentLength != 0 {
+		if err := s.decode(w, r, &req); err != nil {
+			return err
+		}
+	}
+	maxSeconds := int64(store.MaxRotationGrace / time.Second)
+	if req.GraceSeconds < 0 || req.GraceSeconds > maxSeconds {
+		return invalid("grace_seconds", fmt.Sprintf("grace_seconds must be between 1 and %d (7 days); omit it for the default of %d (24 hours)", maxSeconds, int64(store.DefaultRotationGrace/time.Second)))
+	}
+	secret, err := s.store.RotateSecret(r.Context(), id, time.Duration(req.GraceSeconds)*time.Second)
+	if err != nil {
+		return err
+	}
+	return writeJSON(w, http.StatusOK, secretResponse{Secret: secret.String()})
+}

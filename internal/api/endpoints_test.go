@@ -1,0 +1,108 @@
+package api_test
+
+import (
+	"net/http"
+	"strings"
+	"testing"
+
+	"github.com/stretchr/testify/require"
+)
+
+type endpointView struct {
+	ID             string   `json:"id"`
+	TenantID       string   `json:"tenant_id"`
+	URL            string   `json:"url"`
+	EventTypes     []string `json:"event_types"`
+	RateLimit      float64  `json:"rate_limit"`
+	Enabled        bool     `json:"enabled"`
+	DisabledReason string   `json:"disabled_reason"`
+}
+
+func (b *testBundle) createEndpoint(t *testing.T, key, tenant string, body map[string]any) endpointView {
+	t.Helper()
+	resp := b.do(t, key, "POST", "/v1/tenants/"+tenant+"/endpoints", body)
+	require.Equal(t, http.StatusCreated, resp.Status, "%s", resp.Body)
+	var e endpointView
+	resp.Decode(t, &e)
+	return e
+}
+
+func TestTenantRoutes(t *testing.T) {
+	t.Parallel()
+	b := setup(t)
+	resp := b.do(t, b.operator, "POST", "/v1/tenants", map[string]string{"id": "initech", "name": "Initech"})
+	require.Equal(t, http.StatusCreated, resp.Status, "%s", resp.Body)
+	b.do(t, b.operator, "POST", "/v1/tenants", map[string]string{"id": "initech"}).Problem(t, http.StatusConflict)
+	p := b.do(t, b.operator, "POST", "/v1/tenants", map[string]string{"id": "no spaces"}).Problem(t, http.StatusUnprocessableEntity)
+	require.Equal(t, "id", p.Field)
+	b.do(t, b.acme, "POST", "/v1/tenants", map[string]string{"id": "mine"}).Problem(t, http.StatusForbidden)
+
+	var list struct {
+		Data []struct{ ID string } `json:"data"`
+		Next string                `json:"next"`
+	}
+	b.do(t, b.operator, "GET", "/v1/tenants?limit=2", nil).Decode(t, &list)
+	require.Len(t, list.Data, 2)
+	require.NotEmpty(t, list.Next)
+	after := list.Next
+	list.Next = ""
+	b.do(t, b.operator, "GET", "/v1/tenants?limit=2&after="+after, nil).Decode(t, &list)
+	require.Len(t, list.Data, 1)
+	require.Empty(t, list.Next)
+	b.do(t, b.acme, "GET", "/v1/tenants", nil).Decode(t, &list)
+	require.Len(t, list.Data, 1, "a tenant key sees its own tenant only")
+	require.Equal(t, "acme", list.Data[0].ID)
+
+	got := b.do(t, b.acme, "PATCH", "/v1/tenants/acme", map[string]string{"name": "Acme Corp"}).JSON(t)
+	require.Equal(t, "Acme Corp", got["name"])
+	require.Equal(t, "Acme Corp", b.do(t, b.acme, "GET", "/v1/tenants/acme", nil).JSON(t)["name"])
+	b.do(t, b.acme, "DELETE", "/v1/tenants/acme", nil).Problem(t, http.StatusForbidden)
+	require.Equal(t, http.StatusNoContent, b.do(t, b.operator, "DELETE", "/v1/tenants/initech", nil).Status)
+	b.do(t, b.operator, "GET", "/v1/tenants/initech", nil).Problem(t, http.StatusNotFound)
+}
+
+func TestEndpointLifecycleOverHTTP(t *testing.T) {
+	t.Parallel()
+	b := setup(t)
+	e := b.createEndpoint(t, b.acme, "acme", map[string]any{"url": "https://example.com/hook", "event_types": []string{"invoice.paid"}})
+	require.Equal(t, "acme", e.TenantID)
+	require.True(t, e.Enabled)
+
+	p := b.do(t, b.acme, "POST", "/v1/tenants/acme/endpoints", map[string]any{"url": "ftp://example.com"}).Problem(t, http.StatusUnprocessableEntity)
+	require.Equal(t, "url", p.Field)
+	p = b.do(t, b.acme, "POST", "/v1/tenants/acme/endpoints", map[string]any{"url": "https://example.com", "secret": "nope"}).Problem(t, http.StatusUnprocessableEntity)
+	require.Equal(t, "secret", p.Field)
+	p = b.do(t, b.acme, "POST", "/v1/tenants/acme/endpoints", map[string]any{"url": "https://example.com", "rate_limit": -1}).Problem(t, http.StatusUnprocessableEntity)
+	require.Equal(t, "rate_limit", p.Field)
+
+	path := "/v1/tenants/acme/endpoints/" + e.ID
+	var got endpointView
+	b.do(t, b.acme, "PATCH", path, map[string]any{"event_types": []string{}, "rate_limit": 5}).Decode(t, &got)
+	require.Empty(t, got.EventTypes)
+	require.Equal(t, 5.0, got.RateLimit)
+
+	b.do(t, b.acme, "POST", path+"/disable", map[string]string{"reason": "maintenance"}).Decode(t, &got)
+	require.False(t, got.Enabled)
+	require.Equal(t, "maintenance", got.DisabledReason)
+	b.do(t, b.acme, "POST", path+"/enable", nil).Decode(t, &got)
+	require.True(t, got.Enabled)
+	b.do(t, b.acme, "POST", path+"/disable", nil).Decode(t, &got)
+	require.Equal(t, "disabled through the API", got.DisabledReason)
+
+	secret := b.do(t, b.acme, "GET", path+"/secret", nil).JSON(t)["secret"].(string)
+	require.True(t, strings.HasPrefix(secret, "whsec_"))
+	rotated := b.do(t, b.acme, "POST", path+"/secret/rotate", map[string]int{"grace_seconds": 60}).JSON(t)["secret"].(string)
+	require.NotEqual(t, secret, rotated)
+	require.Equal(t, rotated, b.do(t, b.acme, "GET", path+"/secret", nil).JSON(t)["secret"])
+	b.do(t, b.acme, "POST", path+"/secret/rotate", map[string]int{"grace_seconds": 30 * 24 * 3600}).Problem(t, http.StatusUnprocessableEntity)
+
+	var list struct {
+		Data []map[string]any `json:"data"`
+	}
+	b.do(t, b.acme, "GET", "/v1/tenants/acme/endpoints", nil).Decode(t, &list)
+	require.Len(t, list.Data, 1)
+	require.NotContains(t, list.Data[0], "secret")
+
+	require.Equal(t, http.StatusNoContent, b.do(t, b.acme, "DELETE", path, nil).Status)
+	b.do(t, b.acme, "GET", path, nil).Problem(t, http.StatusNotFound)
+}
