@@ -2,6 +2,7 @@ package api_test
 
 import (
 	"bytes"
+	"encoding/json"
 	"net/http/httptest"
 	"testing"
 
@@ -55,4 +56,46 @@ func FuzzPublishRequest(f *testing.F) {
 		rec := b.serveRaw("POST", "/v1/tenants/acme/messages", b.acme, body, "Idempotency-Key", key)
 		requireClientAnswer(t, rec, body)
 	})
+}
+
+// FuzzEndpointRequest sends arbitrary bodies to the endpoint routes that
+// read one: create, update, disable and rotate secret.
+func FuzzEndpointRequest(f *testing.F) {
+	b := setup(f)
+	rec := b.serveRaw("POST", "/v1/tenants/acme/endpoints", b.acme, []byte(`{"url": "https://example.com/hook"}`))
+	require.Equal(f, 201, rec.Code, "%s", rec.Body)
+	id := extractID(f, rec.Body.Bytes())
+	for _, seed := range []string{
+		`{"url": "https://example.com/hook", "event_types": ["invoice.paid"], "rate_limit": 5}`,
+		`{"url": "http://[::1]:80/x", "description": "\u0000"}`,
+		`{"url": "https://example.com", "secret": "whsec_AAAA"}`,
+		`{"url": "https://example.com", "rate_limit": 1e308}`,
+		`{"url": "https://example.com", "event_types": ["", "A", "a.b"]}`,
+		`{"event_types": null, "rate_limit": null}`,
+		`{"reason": "x"}`,
+		`{"grace_seconds": -1}`,
+		`{"url": 1}`,
+		`"x"`,
+	} {
+		for route := range 4 {
+			f.Add([]byte(seed), uint8(route))
+		}
+	}
+	routes := []struct{ method, path string }{
+		{"POST", "/v1/tenants/acme/endpoints"},
+		{"PATCH", "/v1/tenants/acme/endpoints/" + id},
+		{"POST", "/v1/tenants/acme/endpoints/" + id + "/disable"},
+		{"POST", "/v1/tenants/acme/endpoints/" + id + "/secret/rotate"},
+	}
+	f.Fuzz(func(t *testing.T, body []byte, route uint8) {
+		r := routes[int(route)%len(routes)]
+		requireClientAnswer(t, b.serveRaw(r.method, r.path, b.acme, body), body)
+	})
+}
+
+func extractID(t testing.TB, body []byte) string {
+	t.Helper()
+	var v struct{ ID string }
+	require.NoError(t, json.Unmarshal(body, &v))
+	return v.ID
 }
