@@ -14,6 +14,7 @@ import (
 	"net/http"
 	"os"
 	"os/signal"
+	"strings"
 	"syscall"
 	"time"
 
@@ -22,6 +23,7 @@ import (
 	"github.com/heraldhq/herald/internal/config"
 	"github.com/heraldhq/herald/internal/secretbox"
 	"github.com/heraldhq/herald/internal/ssrf"
+	"github.com/heraldhq/herald/portal"
 	"github.com/heraldhq/herald/store"
 )
 
@@ -98,12 +100,24 @@ func run(args []string) error {
 	if err != nil {
 		return err
 	}
+	customerPortal, err := portal.New(portal.Config{
+		Pool:   pool,
+		Store:  st,
+		Logger: logger,
+		// Behind a TLS-terminating proxy requests arrive as plain HTTP; the
+		// public URL says whether browsers use HTTPS.
+		SecureCookies: strings.HasPrefix(s.publicURL, "https://"),
+	})
+	if err != nil {
+		return err
+	}
 	server, err := api.New(api.Config{
 		Pool:         pool,
 		Store:        st,
 		Logger:       logger,
 		PublicURL:    s.publicURL,
 		MaxBodyBytes: s.maxBodyBytes,
+		Portal:       customerPortal,
 	})
 	if err != nil {
 		return err

@@ -1,0 +1,200 @@
+package portal_test
+
+import (
+	"context"
+	"errors"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"regexp"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/chromedp/chromedp"
+	"github.com/stretchr/testify/require"
+)
+
+// The browser tests drive Debian's chromium, headless. One browser serves
+// the whole test binary; each test gets its own browser context (its own
+// cookies, like a separate private window) and tab.
+
+// chromiumPath is where Debian's chromium package installs the browser.
+const chromiumPath = "/usr/bin/chromium"
+
+// stepTimeout bounds one browser step (a navigation, a click, a wait); the
+// flows wait on background work, so it is generous.
+const stepTimeout = 45 * time.Second
+
+var (
+	browserOnce   sync.Once
+	browserCtx    context.Context
+	browserCancel context.CancelFunc
+	browserErr    error
+)
+
+// sharedBrowser starts chromium the first time a test asks for it.
+func sharedBrowser(t *testing.T) context.Context {
+	t.Helper()
+	browserOnce.Do(func() {
+		path := chromiumPath
+		if _, err := os.Stat(path); err != nil {
+			found, lookErr := exec.LookPath("chromium")
+			if lookErr != nil {
+				browserErr = errors.New("chromium is not installed at " + chromiumPath + "; the portal's browser tests need it: apt-get install -y chromium")
+				return
+			}
+			path = found
+		}
+		dataDir, err := os.MkdirTemp("", "herald-chromium-")
+		if err != nil {
+			browserErr = err
+			return
+		}
+		opts := append(chromedp.DefaultExecAllocatorOptions[:],
+			chromedp.ExecPath(path),
+			chromedp.Headless,
+			chromedp.NoSandbox,
+			chromedp.DisableGPU,
+			chromedp.NoFirstRun,
+			chromedp.Flag("disable-background-networking", true),
+			chromedp.Flag("disable-dev-shm-usage", true),
+			chromedp.UserDataDir(dataDir),
+			chromedp.WindowSize(1280, 900),
+		)
+		allocCtx, allocCancel := chromedp.NewExecAllocator(context.Background(), opts...)
+		ctx, cancel := chromedp.NewContext(allocCtx)
+		if err := chromedp.Do(ctx); err != nil {
+			cancel()
+			allocCancel()
+			_ = os.RemoveAll(dataDir)
+			browserErr = errors.New("start chromium: " + err.Error())
+			return
+		}
+		browserCtx = ctx
+		browserCancel = func() {
+			cancel()
+			allocCancel()
+			_ = os.RemoveAll(dataDir)
+		}
+	})
+	if browserErr != nil {
+		t.Fatal(browserErr)
+	}
+	return browserCtx
+}
+
+// stopBrowser ends the shared browser, if one was started; TestMain calls it.
+func stopBrowser() {
+	if browserCancel != nil {
+		browserCancel()
+	}
+}
+
+// tab is one test's browser window.
+type tab struct {
+	t    *testing.T
+	ctx  context.Context
+	base string
+}
+
+// newTab opens a private window on base (the server's URL). When the test
+// fails, the window's last page is saved as a PNG in a temporary folder and
+// its path logged.
+func newTab(t *testing.T, base string) *tab {
+	t.Helper()
+	ctx, cancel := chromedp.NewContext(sharedBrowser(t), chromedp.WithNewBrowserContext())
+	t.Cleanup(cancel)
+	require.NoError(t, chromedp.Do(ctx), "open a browser tab")
+	tb := &tab{t: t, ctx: ctx, base: base}
+	t.Cleanup(func() {
+		if t.Failed() {
+			tb.saveFailureScreenshot()
+		}
+	})
+	return tb
+}
+
+func (tb *tab) saveFailureScreenshot() {
+	dir := filepath.Join(os.TempDir(), "herald-portal-screenshots")
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		tb.t.Logf("screenshot folder: %v", err)
+		return
+	}
+	ctx, cancel := context.WithTimeout(tb.ctx, 15*time.Second)
+	defer cancel()
+	png, err := chromedp.Run(ctx, chromedp.FullScreenshot(100))
+	if err != nil {
+		tb.t.Logf("screenshot of the last page: %v", err)
+		return
+	}
+	name := regexp.MustCompile(`[^A-Za-z0-9_-]+`).ReplaceAllString(tb.t.Name(), "_") + ".png"
+	path := filepath.Join(dir, name)
+	if err := os.WriteFile(path, png, 0o644); err != nil {
+		tb.t.Logf("save screenshot: %v", err)
+		return
+	}
+	location, _ := chromedp.Run(ctx, chromedp.Location())
+	tb.t.Logf("last page (%s) saved to %s", location, path)
+}
+
+// do runs browser steps, failing the test with what was being done.
+func (tb *tab) do(what string, steps ...chromedp.Action[chromedp.Void]) {
+	tb.t.Helper()
+	ctx, cancel := context.WithTimeout(tb.ctx, stepTimeout)
+	defer cancel()
+	require.NoError(tb.t, chromedp.Do(ctx, steps...), what)
+}
+
+// open navigates to a path on the server and waits for the page's body.
+func (tb *tab) open(path string) {
+	tb.t.Helper()
+	tb.do("open "+path, chromedp.Navigate(tb.base+path), chromedp.WaitReady(chromedp.CSS("body")))
+}
+
+// text returns the visible text of the first element matching a CSS selector.
+func (tb *tab) text(selector string) string {
+	tb.t.Helper()
+	ctx, cancel := context.WithTimeout(tb.ctx, stepTimeout)
+	defer cancel()
+	s, err := chromedp.Run(ctx, chromedp.Text(chromedp.CSS(selector)))
+	require.NoError(tb.t, err, "read text of %s", selector)
+	return s
+}
+
+// location is the tab's current URL.
+func (tb *tab) location() string {
+	tb.t.Helper()
+	loc, err := chromedp.Run(tb.ctx, chromedp.Location())
+	require.NoError(tb.t, err)
+	return loc
+}
+
+// clickAndLoad clicks an element that navigates (a link or a submit button)
+// and waits for the next page.
+func (tb *tab) clickAndLoad(what, selector string) {
+	tb.t.Helper()
+	ctx, cancel := context.WithTimeout(tb.ctx, stepTimeout)
+	defer cancel()
+	_, err := chromedp.RunResponse(ctx, chromedp.Click(chromedp.CSS(selector)))
+	require.NoError(tb.t, err, what)
+}
+
+// waitFor waits until the page's text matches, reloading it in between as a
+// person would while background work (a delivery, a retry) happens.
+func (tb *tab) reloadUntil(what, selector, want string) {
+	tb.t.Helper()
+	deadline := time.Now().Add(stepTimeout)
+	for {
+		got := tb.text(selector)
+		if strings.Contains(got, want) {
+			return
+		}
+		if time.Now().After(deadline) {
+			tb.t.Fatalf("%s: %q never contained %q; last saw:\n%s", what, selector, want, got)
+		}
+		time.Sleep(300 * time.Millisecond)
+		tb.do("reload", chromedp.Reload(), chromedp.WaitReady(chromedp.CSS("body")))
+	}
+}

@@ -1,0 +1,279 @@
+package portal
+
+import (
+	"errors"
+	"fmt"
+	"net/http"
+	"slices"
+	"strings"
+	"time"
+
+	"github.com/google/uuid"
+	"github.com/jackc/pgx/v5"
+
+	"github.com/heraldhq/herald/signing"
+	"github.com/heraldhq/herald/store"
+)
+
+// disabledInPortal is the disabled_reason of an endpoint its owner disabled
+// here.
+const disabledInPortal = "disabled by its owner in the portal"
+
+// endpointForm is the create and edit form's values, as typed.
+type endpointForm struct {
+	URL         string
+	Description string
+	EventTypes  []string
+	OtherTypes  string
+}
+
+// eventTypeInfo is an entry of the event-type catalogue.
+type eventTypeInfo struct {
+	Name        string
+	Description string
+}
+
+type endpointFormPage struct {
+	// ID is the endpoint being edited; uuid.Nil on the create form.
+	ID        uuid.UUID
+	Form      endpointForm
+	Catalogue []eventTypeInfo
+	// Error and Field say what the store refused and which field.
+	Error string
+	Field string
+}
+
+// Editing reports whether the form edits an existing endpoint.
+func (d endpointFormPage) Editing() bool { return d.ID != uuid.Nil }
+
+func readEndpointForm(r *http.Request) endpointForm {
+	return endpointForm{
+		URL:         strings.TrimSpace(r.PostFormValue("url")),
+		Description: strings.TrimSpace(r.PostFormValue("description")),
+		EventTypes:  r.PostForm["event_types"],
+		OtherTypes:  r.PostFormValue("other_types"),
+	}
+}
+
+// subscription is the form's event types: the ticked catalogue entries and
+// the typed ones, without repeats. Empty means every type.
+func (f endpointForm) subscription() []string {
+	types := slices.Clone(f.EventTypes)
+	for _, t := range strings.Split(f.OtherTypes, ",") {
+		if t = strings.TrimSpace(t); t != "" && !slices.Contains(types, t) {
+			types = append(types, t)
+		}
+	}
+	if types == nil {
+		types = []string{}
+	}
+	return types
+}
+
+// formFor fills the edit form from an endpoint: catalogue types become
+// ticked boxes, the rest go into the free-text field.
+func formFor(e endpointView, catalogue []eventTypeInfo) endpointForm {
+	f := endpointForm{URL: e.URL, Description: e.Description}
+	var other []string
+	for _, t := range e.EventTypes {
+		if slices.ContainsFunc(catalogue, func(c eventTypeInfo) bool { return c.Name == t }) {
+			f.EventTypes = append(f.EventTypes, t)
+		} else {
+			other = append(other, t)
+		}
+	}
+	f.OtherTypes = strings.Join(other, ", ")
+	return f
+}
+
+func (p *Portal) catalogue(r *http.Request) ([]eventTypeInfo, error) {
+	rows, err := p.pool.Query(r.Context(), selectEventTypeCatalogue)
+	if err != nil {
+		return nil, fmt.Errorf("event type catalogue: %w", err)
+	}
+	types, err := pgx.CollectRows(rows, pgx.RowToStructByPos[eventTypeInfo])
+	if err != nil {
+		return nil, fmt.Errorf("event type catalogue: %w", err)
+	}
+	return types, nil
+}
+
+func (p *Portal) renderEndpointForm(w http.ResponseWriter, r *http.Request, s *session, status int, data endpointFormPage) error {
+	var err error
+	if data.Catalogue, err = p.catalogue(r); err != nil {
+		return err
+	}
+	title := "Add an endpoint"
+	if data.Editing() {
+		title = "Edit endpoint"
+	}
+	p.render(w, r, status, "endpoint_form", s.page(title, "endpoints", data))
+	return nil
+}
+
+// refused turns the store's validation error into the form's message; any
+// other error is returned as it is.
+func refused(err error, data *endpointFormPage) bool {
+	var verr *store.ValidationError
+	if !errors.As(err, &verr) {
+		return false
+	}
+	data.Field = verr.Field
+	data.Error = fieldLabel(verr.Field) + " " + verr.Problem
+	return true
+}
+
+func fieldLabel(field string) string {
+	switch field {
+	case "url":
+		return "The URL"
+	case "description":
+		return "The description"
+	case "event_types":
+		return "The event types:"
+	default:
+		return field + ":"
+	}
+}
+
+func (p *Portal) newEndpoint(w http.ResponseWriter, r *http.Request, s *session) error {
+	return p.renderEndpointForm(w, r, s, http.StatusOK, endpointFormPage{})
+}
+
+func (p *Portal) createEndpoint(w http.ResponseWriter, r *http.Request, s *session) error {
+	form := readEndpointForm(r)
+	e, err := p.store.CreateEndpoint(r.Context(), store.NewEndpoint{
+		TenantID:    s.TenantID,
+		URL:         form.URL,
+		Description: form.Description,
+		EventTypes:  form.subscription(),
+	})
+	if err != nil {
+		data := endpointFormPage{Form: form}
+		if refused(err, &data) {
+			return p.renderEndpointForm(w, r, s, http.StatusUnprocessableEntity, data)
+		}
+		return err
+	}
+	redirectDone(w, r, Path+"/endpoints/"+e.ID.String(), "created")
+	return nil
+}
+
+func (p *Portal) editEndpoint(w http.ResponseWriter, r *http.Request, s *session) error {
+	e, err := p.loadEndpoint(r.Context(), r, s)
+	if err != nil {
+		return err
+	}
+	catalogue, err := p.catalogue(r)
+	if err != nil {
+		return err
+	}
+	return p.renderEndpointForm(w, r, s, http.StatusOK, endpointFormPage{ID: e.ID, Form: formFor(e, catalogue)})
+}
+
+func (p *Portal) updateEndpoint(w http.ResponseWriter, r *http.Request, s *session) error {
+	e, err := p.loadEndpoint(r.Context(), r, s)
+	if err != nil {
+		return err
+	}
+	form := readEndpointForm(r)
+	types := form.subscription()
+	_, err = p.store.UpdateEndpoint(r.Context(), e.ID, store.EndpointUpdate{URL: &form.URL, Description: &form.Description, EventTypes: &types})
+	if err != nil {
+		data := endpointFormPage{ID: e.ID, Form: form}
+		if refused(err, &data) {
+			return p.renderEndpointForm(w, r, s, http.StatusUnprocessableEntity, data)
+		}
+		return err
+	}
+	redirectDone(w, r, Path+"/endpoints/"+e.ID.String(), "updated")
+	return nil
+}
+
+func (p *Portal) enableEndpoint(w http.ResponseWriter, r *http.Request, s *session) error {
+	e, err := p.loadEndpoint(r.Context(), r, s)
+	if err != nil {
+		return err
+	}
+	if _, err := p.store.EnableEndpoint(r.Context(), e.ID); err != nil {
+		return err
+	}
+	redirectDone(w, r, Path+"/endpoints/"+e.ID.String(), "enabled")
+	return nil
+}
+
+func (p *Portal) disableEndpoint(w http.ResponseWriter, r *http.Request, s *session) error {
+	e, err := p.loadEndpoint(r.Context(), r, s)
+	if err != nil {
+		return err
+	}
+	if _, err := p.store.DisableEndpoint(r.Context(), e.ID, disabledInPortal); err != nil {
+		return err
+	}
+	redirectDone(w, r, Path+"/endpoints/"+e.ID.String(), "disabled")
+	return nil
+}
+
+// confirmDelete asks before deleting: the form on this page is the only way
+// to delete.
+func (p *Portal) confirmDelete(w http.ResponseWriter, r *http.Request, s *session) error {
+	e, err := p.loadEndpoint(r.Context(), r, s)
+	if err != nil {
+		return err
+	}
+	p.render(w, r, http.StatusOK, "endpoint_delete", s.page("Delete endpoint", "endpoints", struct{ Endpoint endpointView }{e}))
+	return nil
+}
+
+func (p *Portal) deleteEndpoint(w http.ResponseWriter, r *http.Request, s *session) error {
+	e, err := p.loadEndpoint(r.Context(), r, s)
+	if err != nil {
+		return err
+	}
+	if err := p.store.DeleteEndpoint(r.Context(), e.ID); err != nil && !errors.Is(err, store.ErrNotFound) {
+		return err
+	}
+	redirectDone(w, r, Path+"/endpoints", "deleted")
+	return nil
+}
+
+// revealSecret shows the endpoint page with its current secret. It is a
+// POST, so it carries the CSRF token and the page is never cached.
+func (p *Portal) revealSecret(w http.ResponseWriter, r *http.Request, s *session) error {
+	e, err := p.loadEndpoint(r.Context(), r, s)
+	if err != nil {
+		return err
+	}
+	secret, err := p.store.RevealSecret(r.Context(), e.ID)
+	if err != nil {
+		return err
+	}
+	return p.showEndpoint(w, r, s, receiverSecret(secret), "")
+}
+
+func (p *Portal) rotateSecret(w http.ResponseWriter, r *http.Request, s *session) error {
+	e, err := p.loadEndpoint(r.Context(), r, s)
+	if err != nil {
+		return err
+	}
+	grace, err := time.ParseDuration(r.PostFormValue("grace"))
+	if err != nil || grace <= 0 || grace > store.MaxRotationGrace {
+		return badRequest("Choose how long the current secret stays valid from the list (up to 7 days).")
+	}
+	secret, err := p.store.RotateSecret(r.Context(), e.ID, grace)
+	if err != nil {
+		return err
+	}
+	return p.showEndpoint(w, r, s, receiverSecret(secret), flashes["rotated"])
+}
+
+// receiverSecret is what the endpoint's owner configures their receiver
+// with: the whsec_ secret itself, or for ed25519 the whpk_ public key.
+func receiverSecret(secret signing.Secret) string {
+	if secret.Algorithm() == signing.Ed25519 {
+		if public, err := secret.Public(); err == nil {
+			return public.String()
+		}
+	}
+	return secret.String()
+}

@@ -1,0 +1,137 @@
+package portal_test
+
+import (
+	"context"
+	"html"
+	"net/http"
+	"net/url"
+	"regexp"
+	"strings"
+	"testing"
+
+	"github.com/google/uuid"
+	"github.com/stretchr/testify/require"
+
+	"github.com/heraldhq/herald/signing"
+)
+
+func TestEndpointLifecycleThroughForms(t *testing.T) {
+	t.Parallel()
+	b := setup(t)
+	f := b.fixture(t, "acme")
+	br := b.signIn(t, "acme")
+	token := br.csrf()
+	ctx := context.Background()
+
+	resp := br.get("/portal/endpoints/new")
+	require.Equal(t, http.StatusOK, resp.StatusCode, resp.body)
+	require.Contains(t, resp.body, `<label for="url">`)
+
+	resp = br.post("/portal/endpoints", url.Values{"csrf": {token}, "url": {"http://127.0.0.1:9/hooks"},
+		"description": {"billing"}, "other_types": {"invoice.paid, invoice.voided, invoice.paid"}})
+	require.Equal(t, http.StatusSeeOther, resp.StatusCode, resp.body)
+	location := resp.Header.Get("Location")
+	require.Regexp(t, `^/portal/endpoints/[0-9a-f-]{36}\?done=created$`, location)
+	id := uuid.MustParse(regexp.MustCompile(`[0-9a-f-]{36}`).FindString(location))
+	e, err := b.store.GetEndpoint(ctx, id)
+	require.NoError(t, err)
+	require.Equal(t, "acme", e.TenantID)
+	require.Equal(t, []string{"invoice.paid", "invoice.voided"}, e.EventTypes)
+
+	page := br.get(location)
+	require.Contains(t, page.body, "Endpoint added.")
+
+	resp = br.post("/portal/endpoints/"+id.String(), url.Values{"csrf": {token}, "url": {"http://127.0.0.1:9/v2"}, "description": {""}})
+	require.Equal(t, http.StatusSeeOther, resp.StatusCode, resp.body)
+	e, err = b.store.GetEndpoint(ctx, id)
+	require.NoError(t, err)
+	require.Equal(t, "http://127.0.0.1:9/v2", e.URL)
+	require.Empty(t, e.EventTypes, "no types ticked or typed means every type")
+
+	resp = br.post("/portal/endpoints/"+id.String()+"/disable", url.Values{"csrf": {token}})
+	require.Equal(t, http.StatusSeeOther, resp.StatusCode, resp.body)
+	page = br.get("/portal/endpoints/" + id.String())
+	require.Contains(t, page.body, "This endpoint is disabled")
+	require.Contains(t, page.body, "disabled by its owner in the portal")
+
+	resp = br.post("/portal/endpoints/"+id.String()+"/enable", url.Values{"csrf": {token}})
+	require.Equal(t, http.StatusSeeOther, resp.StatusCode, resp.body)
+	e, err = b.store.GetEndpoint(ctx, id)
+	require.NoError(t, err)
+	require.True(t, e.Enabled)
+
+	secret, err := b.store.RevealSecret(ctx, id)
+	require.NoError(t, err)
+	resp = br.post("/portal/endpoints/"+id.String()+"/secret", url.Values{"csrf": {token}})
+	require.Equal(t, http.StatusOK, resp.StatusCode, resp.body)
+	require.Contains(t, html.UnescapeString(resp.body), secret.String())
+	require.Equal(t, "no-store", resp.Header.Get("Cache-Control"))
+
+	resp = br.post("/portal/endpoints/"+id.String()+"/secret/rotate", url.Values{"csrf": {token}, "grace": {"1h"}})
+	require.Equal(t, http.StatusOK, resp.StatusCode, resp.body)
+	rotated, err := b.store.RevealSecret(ctx, id)
+	require.NoError(t, err)
+	require.NotEqual(t, secret.String(), rotated.String())
+	require.Contains(t, html.UnescapeString(resp.body), rotated.String())
+	require.Contains(t, resp.body, "Secret rotated.")
+	_, err = signing.ParseSecret(regexp.MustCompile(`whsec_[A-Za-z0-9+/=]+`).FindString(html.UnescapeString(resp.body)))
+	require.NoError(t, err)
+
+	resp = br.get("/portal/endpoints/" + id.String() + "/delete")
+	require.Equal(t, http.StatusOK, resp.StatusCode)
+	require.Contains(t, resp.body, "Delete this endpoint?")
+	resp = br.post("/portal/endpoints/"+id.String()+"/delete", url.Values{"csrf": {token}})
+	require.Equal(t, http.StatusSeeOther, resp.StatusCode, resp.body)
+	require.Equal(t, "/portal/endpoints?done=deleted", resp.Header.Get("Location"))
+	require.Equal(t, http.StatusNotFound, br.get("/portal/endpoints/"+id.String()).StatusCode)
+
+	_, err = b.store.GetEndpoint(ctx, f.endpoint)
+	require.NoError(t, err, "the other endpoint is untouched")
+}
+
+func TestEndpointFormShowsWhatTheStoreRefused(t *testing.T) {
+	t.Parallel()
+	b := setup(t)
+	b.fixture(t, "acme")
+	br := b.signIn(t, "acme")
+	token := br.csrf()
+	cases := map[string]struct {
+		form url.Values
+		want string
+	}{
+		"no scheme":       {url.Values{"url": {"example.com/hooks"}}, "no scheme"},
+		"private address": {url.Values{"url": {"http://10.1.2.3/hooks"}}, "10.1.2.3"},
+		"bad event type":  {url.Values{"url": {"https://example.com/"}, "other_types": {"not a type!"}}, "The event types:"},
+	}
+	for name, tc := range cases {
+		tc.form.Set("csrf", token)
+		resp := br.post("/portal/endpoints", tc.form)
+		require.Equal(t, http.StatusUnprocessableEntity, resp.StatusCode, name)
+		require.Contains(t, resp.body, `role="alert"`, name)
+		require.Contains(t, resp.body, tc.want, name)
+		require.Contains(t, resp.body, `aria-invalid="true"`, name)
+		require.True(t, strings.Contains(resp.body, `value="`+tc.form.Get("url")+`"`), "%s: the form keeps what was typed", name)
+	}
+}
+
+func TestAnotherTenantsEndpointCannotBeChanged(t *testing.T) {
+	t.Parallel()
+	b := setup(t)
+	a := b.fixture(t, "tenant-a")
+	b.fixture(t, "tenant-b")
+	asB := b.signIn(t, "tenant-b")
+	token := asB.csrf()
+	id := a.endpoint.String()
+	for _, path := range []string{"/" + id, "/" + id + "/enable", "/" + id + "/disable", "/" + id + "/delete", "/" + id + "/secret", "/" + id + "/secret/rotate"} {
+		resp := asB.post("/portal/endpoints"+path, url.Values{"csrf": {token}, "url": {"http://127.0.0.1/x"}, "grace": {"1h"}})
+		require.Equal(t, http.StatusNotFound, resp.StatusCode, path)
+		require.NotContains(t, resp.body, "whsec_", path)
+	}
+	for _, path := range []string{"/" + id + "/edit", "/" + id + "/delete"} {
+		require.Equal(t, http.StatusNotFound, asB.get("/portal/endpoints"+path).StatusCode, path)
+	}
+	e, err := b.store.GetEndpoint(context.Background(), a.endpoint)
+	require.NoError(t, err)
+	require.True(t, e.Enabled)
+	require.Equal(t, "https://tenant-a.example.com/hooks", e.URL)
+}

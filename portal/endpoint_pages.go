@@ -1,0 +1,199 @@
+package portal
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"net/http"
+	"time"
+
+	"github.com/go-chi/chi/v5"
+	"github.com/google/uuid"
+	"github.com/jackc/pgx/v5"
+)
+
+// endpointView is an endpoint as the pages show it.
+type endpointView struct {
+	ID             uuid.UUID
+	URL            string
+	Description    string
+	EventTypes     []string
+	Enabled        bool
+	DisabledReason string
+	DisabledAt     *time.Time
+	FailingSince   *time.Time
+	LastSuccessAt  *time.Time
+	CreatedAt      time.Time
+	// Attempts in the last 24 hours, on the list page only.
+	Succeeded24h int
+	Failed24h    int
+}
+
+func scanEndpoint(row pgx.CollectableRow) (endpointView, error) {
+	var e endpointView
+	err := row.Scan(&e.ID, &e.URL, &e.Description, &e.EventTypes, &e.Enabled, &e.DisabledReason,
+		&e.DisabledAt, &e.FailingSince, &e.LastSuccessAt, &e.CreatedAt, &e.Succeeded24h, &e.Failed24h)
+	return e, err
+}
+
+// deliveryView is one (message, endpoint) delivery in a list.
+type deliveryView struct {
+	ID             uuid.UUID
+	MessageID      uuid.UUID
+	EndpointID     uuid.UUID
+	EndpointURL    string
+	EventType      string
+	Status         string
+	AttemptCount   int
+	LastStatusCode int
+	LastError      string
+	NextAttemptAt  *time.Time
+	// CreatedAt is when the message was published.
+	CreatedAt time.Time
+	Attempts  []attemptView
+}
+
+func scanDelivery(row pgx.CollectableRow) (deliveryView, error) {
+	var d deliveryView
+	err := row.Scan(&d.ID, &d.MessageID, &d.EndpointID, &d.EndpointURL, &d.EventType, &d.Status,
+		&d.AttemptCount, &d.LastStatusCode, &d.LastError, &d.NextAttemptAt, &d.CreatedAt)
+	return d, err
+}
+
+// parseID reads a UUID path parameter. A malformed id is "not found": it
+// names nothing.
+func parseID(r *http.Request, name string) (uuid.UUID, error) {
+	id, err := uuid.Parse(chi.URLParam(r, name))
+	if err != nil {
+		return uuid.Nil, errNotFound
+	}
+	return id, nil
+}
+
+// loadEndpoint returns the session's endpoint with the id in the path.
+func (p *Portal) loadEndpoint(ctx context.Context, r *http.Request, s *session) (endpointView, error) {
+	id, err := parseID(r, "id")
+	if err != nil {
+		return endpointView{}, err
+	}
+	rows, err := p.pool.Query(ctx, selectEndpoint, id, s.TenantID)
+	if err != nil {
+		return endpointView{}, fmt.Errorf("load endpoint %s: %w", id, err)
+	}
+	e, err := pgx.CollectExactlyOneRow(rows, scanEndpoint)
+	if errors.Is(err, pgx.ErrNoRows) {
+		return endpointView{}, errNotFound
+	}
+	if err != nil {
+		return endpointView{}, fmt.Errorf("load endpoint %s: %w", id, err)
+	}
+	return e, nil
+}
+
+func (p *Portal) endpointList(w http.ResponseWriter, r *http.Request, s *session) error {
+	rows, err := p.pool.Query(r.Context(), listEndpoints, s.TenantID)
+	if err != nil {
+		return fmt.Errorf("list endpoints: %w", err)
+	}
+	endpoints, err := pgx.CollectRows(rows, scanEndpoint)
+	if err != nil {
+		return fmt.Errorf("list endpoints: %w", err)
+	}
+	pg := s.page("Endpoints", "endpoints", struct{ Endpoints []endpointView }{endpoints})
+	pg.Flash = flash(r)
+	p.render(w, r, http.StatusOK, "endpoints", pg)
+	return nil
+}
+
+// endpointPage is the endpoint detail page's data.
+type endpointPage struct {
+	Endpoint endpointView
+	// Secret is the revealed signing secret; empty until the person asks.
+	Secret        string
+	Day, Week     chart
+	Recent        []deliveryView
+	GraceOptions  []option
+	ReplayPeriods []option
+	Replays       []replayView
+}
+
+// option is one choice of a select.
+type option struct {
+	Value, Label string
+	Selected     bool
+}
+
+// recentDeliveries is how many deliveries the endpoint page lists.
+const recentDeliveries = 10
+
+func (p *Portal) endpointDetail(w http.ResponseWriter, r *http.Request, s *session) error {
+	return p.showEndpoint(w, r, s, "", flash(r))
+}
+
+// showEndpoint renders the endpoint page, with the secret when it was just
+// revealed or rotated, and a notice.
+func (p *Portal) showEndpoint(w http.ResponseWriter, r *http.Request, s *session, secret, notice string) error {
+	ctx := r.Context()
+	e, err := p.loadEndpoint(ctx, r, s)
+	if err != nil {
+		return err
+	}
+	data := endpointPage{Endpoint: e, Secret: secret, GraceOptions: graceOptions(), ReplayPeriods: replayPeriods()}
+	now := time.Now().UTC()
+	data.Day, data.Week, err = p.outcomeCharts(ctx, s, e.ID, now)
+	if err != nil {
+		return err
+	}
+	rows, err := p.pool.Query(ctx, selectRecentDeliveries, e.ID, s.TenantID, recentDeliveries)
+	if err != nil {
+		return fmt.Errorf("recent deliveries of %s: %w", e.ID, err)
+	}
+	if data.Recent, err = pgx.CollectRows(rows, scanDelivery); err != nil {
+		return fmt.Errorf("recent deliveries of %s: %w", e.ID, err)
+	}
+	pg := s.page(e.URL, "endpoints", data)
+	pg.Flash = notice
+	p.render(w, r, http.StatusOK, "endpoint", pg)
+	return nil
+}
+
+// outcomeCharts builds the 24-hour and 7-day charts from hourly counts.
+func (p *Portal) outcomeCharts(ctx context.Context, s *session, endpointID uuid.UUID, now time.Time) (day, week chart, err error) {
+	weekStart := now.Truncate(24*time.Hour).AddDate(0, 0, -6)
+	rows, err := p.pool.Query(ctx, selectHourlyOutcomes, endpointID, weekStart, s.TenantID)
+	if err != nil {
+		return chart{}, chart{}, fmt.Errorf("outcomes of %s: %w", endpointID, err)
+	}
+	counts, err := pgx.CollectRows(rows, func(row pgx.CollectableRow) (hourCount, error) {
+		var c hourCount
+		err := row.Scan(&c.Hour, &c.Succeeded, &c.Failed)
+		return c, err
+	})
+	if err != nil {
+		return chart{}, chart{}, fmt.Errorf("outcomes of %s: %w", endpointID, err)
+	}
+	return dayChart(counts, now), weekChart(counts, now), nil
+}
+
+// graceOptions are the choices for how long a rotated-out secret stays valid.
+func graceOptions() []option {
+	return []option{
+		{Value: "1h", Label: "1 hour"},
+		{Value: "24h", Label: "24 hours", Selected: true},
+		{Value: "72h", Label: "3 days"},
+		{Value: "168h", Label: "7 days"},
+	}
+}
+
+// replayPeriods are the choices for how far back a replay reaches.
+func replayPeriods() []option {
+	return []option{
+		{Value: "15m", Label: "15 minutes ago"},
+		{Value: "1h", Label: "1 hour ago", Selected: true},
+		{Value: "6h", Label: "6 hours ago"},
+		{Value: "24h", Label: "24 hours ago"},
+		{Value: "72h", Label: "3 days ago"},
+		{Value: "168h", Label: "7 days ago"},
+		{Value: "720h", Label: "30 days ago"},
+	}
+}

@@ -1,0 +1,130 @@
+// Package portal serves the customer portal: server-rendered pages where the
+// people who receive a tenant's webhooks manage their endpoints, read the
+// delivery log, look at every attempt, resend a delivery and replay an
+// endpoint since a point in time.
+//
+// The portal runs inside cmd/api, mounted at Path, and calls the same Go
+// packages the JSON API calls (store, replay, auth), so both behave alike.
+// A browser gets in with a portal link that the management API mints for one
+// tenant (auth.PortalLoginPath?token=…): the link works once, expires, and
+// opens a session held in an HttpOnly cookie. Every query a page makes is scoped to that
+// session's tenant; another tenant's objects are "not found".
+//
+// Pages are html/template files from package web with embedded static
+// assets; there is no JavaScript build step, and the one script only
+// enhances pages that work without it (local times, copy buttons, live
+// replay progress). Responses carry a Content-Security-Policy that allows no
+// inline script or style, and every form carries a CSRF token.
+package portal
+
+import (
+	"errors"
+	"log/slog"
+	"net/http"
+	"time"
+
+	"github.com/go-chi/chi/v5"
+	"github.com/jackc/pgx/v5/pgxpool"
+
+	"github.com/heraldhq/herald/store"
+)
+
+// Path is where cmd/api mounts the portal. Links and forms in the pages use
+// it, and auth.PortalLoginPath (where portal links point) lies under it.
+const Path = "/portal"
+
+// Config configures the portal.
+type Config struct {
+	// Pool is Herald's database. Required.
+	Pool *pgxpool.Pool
+	// Store creates, changes and deletes endpoints and their secrets, with
+	// the same validation (URL policy included) as the JSON API. Required.
+	Store *store.Store
+	// Logger receives one record per failed request. Defaults to slog.Default().
+	Logger *slog.Logger
+	// SessionTTL is how long a session lasts after a link is opened.
+	// Defaults to 12 hours (auth.DefaultSessionTTL). Zero means the default.
+	SessionTTL time.Duration
+	// SecureCookies marks the session cookie Secure on every request. It is
+	// always Secure on requests that arrived over TLS; set this when TLS ends
+	// at a proxy in front of Herald. Defaults to false.
+	SecureCookies bool
+}
+
+// Portal is the customer portal's HTTP handler. Mount it at Path.
+type Portal struct {
+	cfg    Config
+	pool   *pgxpool.Pool
+	store  *store.Store
+	logger *slog.Logger
+	pages  *pages
+	assets *assets
+	router chi.Router
+}
+
+// New builds the portal. It fails only when Pool or Store is missing.
+func New(cfg Config) (*Portal, error) {
+	if cfg.Pool == nil {
+		return nil, errors.New("portal: Config.Pool is required")
+	}
+	if cfg.Store == nil {
+		return nil, errors.New("portal: Config.Store is required")
+	}
+	if cfg.Logger == nil {
+		cfg.Logger = slog.Default()
+	}
+	as, err := loadAssets()
+	if err != nil {
+		return nil, err
+	}
+	pg, err := loadPages(as.url)
+	if err != nil {
+		return nil, err
+	}
+	p := &Portal{cfg: cfg, pool: cfg.Pool, store: cfg.Store, logger: cfg.Logger, pages: pg, assets: as}
+	p.router = p.routes()
+	return p, nil
+}
+
+// ServeHTTP serves a request whose path is relative to Path, as chi's Mount
+// passes it.
+func (p *Portal) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	p.router.ServeHTTP(w, r)
+}
+
+func (p *Portal) routes() chi.Router {
+	r := chi.NewRouter()
+	r.Use(securityHeaders)
+	r.NotFound(func(w http.ResponseWriter, r *http.Request) { p.renderError(w, r, nil, errNotFound) })
+	r.MethodNotAllowed(func(w http.ResponseWriter, r *http.Request) {
+		p.renderError(w, r, nil, &pageError{status: http.StatusMethodNotAllowed, heading: "Not allowed", message: "This page cannot be used that way. Use the buttons and links on the portal's pages."})
+	})
+	r.Get("/static/{name}", p.assets.serve)
+	r.Get("/login", p.login)
+
+	r.Group(func(r chi.Router) {
+		r.Use(p.requireSession)
+		r.Get("/", func(w http.ResponseWriter, r *http.Request) {
+			http.Redirect(w, r, Path+"/endpoints", http.StatusSeeOther)
+		})
+		r.Post("/logout", p.handle(p.logout))
+
+		r.Get("/endpoints", p.handle(p.endpointList))
+		r.Get("/endpoints/new", p.handle(p.newEndpoint))
+		r.Post("/endpoints", p.handle(p.createEndpoint))
+		r.Get("/endpoints/{id}", p.handle(p.endpointDetail))
+		r.Get("/endpoints/{id}/edit", p.handle(p.editEndpoint))
+		r.Post("/endpoints/{id}", p.handle(p.updateEndpoint))
+		r.Post("/endpoints/{id}/enable", p.handle(p.enableEndpoint))
+		r.Post("/endpoints/{id}/disable", p.handle(p.disableEndpoint))
+		r.Get("/endpoints/{id}/delete", p.handle(p.confirmDelete))
+		r.Post("/endpoints/{id}/delete", p.handle(p.deleteEndpoint))
+		r.Post("/endpoints/{id}/secret", p.handle(p.revealSecret))
+		r.Post("/endpoints/{id}/secret/rotate", p.handle(p.rotateSecret))
+
+		r.Get("/messages", p.handle(p.messageLog))
+		r.Get("/messages/{id}", p.handle(p.messageDetail))
+		r.Get("/attempts/{id}", p.handle(p.attemptDetail))
+	})
+	return r
+}

@@ -1,0 +1,171 @@
+package portal
+
+import (
+	"context"
+	"crypto/hmac"
+	"crypto/sha256"
+	"encoding/base64"
+	"errors"
+	"fmt"
+	"net/http"
+	"net/url"
+	"time"
+
+	"github.com/jackc/pgx/v5"
+
+	"github.com/heraldhq/herald/internal/auth"
+)
+
+// cookieName holds the portal session token. The cookie is scoped to Path,
+// HttpOnly (no script can read it), SameSite=Lax (not sent with cross-site
+// form posts) and Secure on TLS.
+const cookieName = "herald_portal"
+
+// maxFormBytes bounds a form body; the largest form (an endpoint) is far
+// smaller.
+const maxFormBytes = 64 << 10
+
+// session is the signed-in browser: one tenant, and the CSRF token its forms
+// must carry.
+type session struct {
+	TenantID   string
+	TenantName string
+	CSRF       string
+	token      string
+}
+
+// page fills the fields every template needs.
+func (s *session) page(title, nav string, data any) layoutData {
+	return layoutData{Title: title, Nav: nav, Tenant: s.TenantID, TenantName: s.TenantName, CSRF: s.CSRF, Data: data}
+}
+
+type sessionKey struct{}
+
+func sessionFrom(ctx context.Context) *session {
+	s, _ := ctx.Value(sessionKey{}).(*session)
+	return s
+}
+
+// csrfToken derives the session's CSRF token from its secret session token:
+// a page can embed it, a cross-site attacker (who cannot read the HttpOnly
+// cookie) cannot compute it, and nothing more needs storing.
+func csrfToken(sessionToken string) string {
+	mac := hmac.New(sha256.New, []byte(sessionToken))
+	mac.Write([]byte("herald portal csrf"))
+	return base64.RawURLEncoding.EncodeToString(mac.Sum(nil))
+}
+
+var (
+	errNoSession = &pageError{status: http.StatusUnauthorized, heading: "Please open the portal from your account",
+		message: "You are not signed in to the webhook portal, or your session has ended. Open the portal again from the application that sent you here to get a new link."}
+	errCSRF = &pageError{status: http.StatusForbidden, heading: "This form has expired",
+		message: "The form was not sent from this portal session (its security token is missing or out of date). Go back, reload the page and try again."}
+)
+
+// login redeems a portal link: the token works once and only before it
+// expires. On success the browser gets the session cookie and is sent to the
+// endpoints page, leaving the token out of its address bar and history.
+func (p *Portal) login(w http.ResponseWriter, r *http.Request) {
+	token := r.URL.Query().Get("token")
+	s, err := auth.RedeemPortalLink(r.Context(), p.pool, token, p.cfg.SessionTTL)
+	switch {
+	case errors.Is(err, auth.ErrLinkUnknown):
+		p.renderError(w, r, nil, &pageError{status: http.StatusNotFound, heading: "This link does not work", message: err.Error()})
+		return
+	case errors.Is(err, auth.ErrLinkUsed), errors.Is(err, auth.ErrLinkExpired):
+		p.renderError(w, r, nil, &pageError{status: http.StatusGone, heading: "This link does not work any more", message: err.Error()})
+		return
+	case err != nil:
+		p.fail(w, r, fmt.Errorf("redeem portal link: %w", err))
+		return
+	}
+	http.SetCookie(w, &http.Cookie{
+		Name:     cookieName,
+		Value:    s.Token,
+		Path:     Path,
+		Expires:  s.ExpiresAt,
+		MaxAge:   int(time.Until(s.ExpiresAt).Seconds()),
+		HttpOnly: true,
+		Secure:   p.secure(r),
+		SameSite: http.SameSiteLaxMode,
+	})
+	http.Redirect(w, r, Path+"/endpoints", http.StatusSeeOther)
+}
+
+func (p *Portal) secure(r *http.Request) bool {
+	return r.TLS != nil || p.cfg.SecureCookies
+}
+
+// requireSession resolves the cookie to a session, and on every state-changing
+// request checks that it came from one of this session's own pages: the
+// Origin header, when the browser sends one, must be this host, and the form
+// must carry the session's CSRF token.
+func (p *Portal) requireSession(next http.Handler) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		c, err := r.Cookie(cookieName)
+		if err != nil || c.Value == "" {
+			p.renderError(w, r, nil, errNoSession)
+			return
+		}
+		principal, err := auth.PortalSession(r.Context(), p.pool, c.Value)
+		if errors.Is(err, auth.ErrUnauthenticated) {
+			p.renderError(w, r, nil, errNoSession)
+			return
+		}
+		if err != nil {
+			p.fail(w, r, err)
+			return
+		}
+		s := &session{TenantID: principal.TenantID, CSRF: csrfToken(c.Value), token: c.Value}
+		if err := p.pool.QueryRow(r.Context(), selectTenantName, s.TenantID).Scan(&s.TenantName); err != nil {
+			if errors.Is(err, pgx.ErrNoRows) {
+				p.renderError(w, r, nil, errNoSession)
+				return
+			}
+			p.fail(w, r, fmt.Errorf("load tenant %s: %w", s.TenantID, err))
+			return
+		}
+		if r.Method != http.MethodGet && r.Method != http.MethodHead {
+			r.Body = http.MaxBytesReader(w, r.Body, maxFormBytes)
+			if !sameOrigin(r) || !hmac.Equal([]byte(r.PostFormValue("csrf")), []byte(s.CSRF)) {
+				p.renderError(w, r, s, errCSRF)
+				return
+			}
+		}
+		next.ServeHTTP(w, r.WithContext(context.WithValue(r.Context(), sessionKey{}, s)))
+	})
+}
+
+// sameOrigin reports whether the request's Origin header, when present,
+// names this host. Browsers send Origin with every POST; its absence (older
+// clients) leaves the CSRF token as the check.
+func sameOrigin(r *http.Request) bool {
+	origin := r.Header.Get("Origin")
+	if origin == "" {
+		return true
+	}
+	u, err := url.Parse(origin)
+	return err == nil && u.Host == r.Host
+}
+
+// handle adapts a page handler that returns an error: a *pageError is shown
+// to the person with its status; anything else is logged and shown as a 500.
+func (p *Portal) handle(h func(w http.ResponseWriter, r *http.Request, s *session) error) http.HandlerFunc {
+	return func(w http.ResponseWriter, r *http.Request) {
+		s := sessionFrom(r.Context())
+		if err := h(w, r, s); err != nil {
+			p.renderError(w, r, s, err)
+		}
+	}
+}
+
+func (p *Portal) logout(w http.ResponseWriter, r *http.Request, s *session) error {
+	if err := auth.EndPortalSession(r.Context(), p.pool, s.token); err != nil {
+		return err
+	}
+	http.SetCookie(w, &http.Cookie{Name: cookieName, Value: "", Path: Path, MaxAge: -1, HttpOnly: true, Secure: p.secure(r), SameSite: http.SameSiteLaxMode})
+	p.render(w, r, http.StatusOK, "error", layoutData{Title: "Signed out", Data: struct{ Heading, Message string }{
+		"Signed out", "You have left the webhook portal. Open it again from the application that sent you here.",
+	}})
+	return nil
+}
