@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"strconv"
+	"strings"
 	"time"
 )
 
@@ -72,6 +73,9 @@ func decodePayload(body []byte, ev *Event) error {
 	if p.Type == nil || *p.Type == "" {
 		return fmt.Errorf(`%w: "type" is missing or empty`, errMalformedPayload)
 	}
+	if strings.ContainsRune(*p.Type, 0) {
+		return fmt.Errorf(`%w: "type" contains a NUL character`, errMalformedPayload)
+	}
 	ev.Type = *p.Type
 	ev.Timestamp = time.Time{}
 	if p.Timestamp != nil {
@@ -85,6 +89,9 @@ func decodePayload(body []byte, ev *Event) error {
 	if p.Object != nil {
 		if p.Object.ID == nil || *p.Object.ID == "" {
 			return fmt.Errorf(`%w: "object" has no string "id"`, errMalformedPayload)
+		}
+		if strings.ContainsRune(*p.Object.ID, 0) {
+			return fmt.Errorf(`%w: "object.id" contains a NUL character`, errMalformedPayload)
 		}
 		ev.ObjectID = *p.Object.ID
 		if len(p.Object.Version) > 0 && string(p.Object.Version) != "null" {

@@ -16,7 +16,7 @@ const (
 
 	// Handler: store a verified event; a second copy of it changes nothing.
 	insertEvent = `INSERT INTO webhook_inbox.events (source, webhook_id, type, object_id, object_version, payload)
-VALUES ($1, $2, $3, $4, $5, $6)
+VALUES ($1, $2, $3, NULLIF($4::text, ''), NULLIF($5::bigint, 0), $6)
 ON CONFLICT (source, webhook_id) DO NOTHING`
 
 	// Worker: claim due events; rows another worker holds are skipped.

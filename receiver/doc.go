@@ -1,0 +1,57 @@
+// Package receiver turns at-least-once webhook delivery into exactly-once
+// effects for the consumer of Herald's webhooks, or of any Standard
+// Webhooks sender.
+//
+// Every sender delivers some webhooks twice: a response lost after the
+// consumer committed, a retry after a 5xx, a manual resend days later, two
+// copies arriving at the same moment. A consumer therefore needs four
+// things, each of which this package provides:
+//
+//  1. Verify the signature on the raw body before trusting anything
+//     ([Verify], [VerifyMiddleware], and the [Handler]).
+//  2. Store the event durably, then answer 200, and do the work from a
+//     queue: the [Handler] inserts into an inbox table, and a [Worker]
+//     applies each event in the same transaction that marks it processed,
+//     retrying failures and setting aside dead letters ([ListDeadLetters],
+//     [Redrive]).
+//  3. Deduplicate with a unique key committed with the side effect: the
+//     inbox's UNIQUE (source, webhook_id), or [Claim] for consumers that
+//     apply effects inside the request.
+//  4. Order updates of one object by a version, never by a timestamp
+//     ([ApplyIfNewer]), and keep keys longer than the sender can resend
+//     ([Prune], 30 days by default).
+//
+// # Tables
+//
+// [Migrate] creates the tables in the schema webhook_inbox of the
+// consumer's own database, so that the inbox row, the consumer's side
+// effects and the processed mark commit in one transaction:
+//
+//   - events: the inbox, UNIQUE (source, webhook_id), with the raw payload,
+//     received_at, attempts, last_error, processed_at and dead_at;
+//   - claims: the keys taken by Claim;
+//   - object_versions: the versions recorded by ApplyIfNewer;
+//   - schema_migrations: which of the package's migrations ran.
+//
+// Source names a sender, or a tenant of a multi-tenant consumer: webhook IDs
+// are unique only per source. Mount one Handler per source.
+//
+// # Retention
+//
+// Prune deletes processed events and claims older than the retention (30
+// days by default, never less than 7). A Worker runs it every hour; a
+// consumer that runs no Worker calls Prune from a daily job instead.
+//
+// # Versions in the consumer's own table
+//
+// ApplyIfNewer keeps versions in a table of its own. When the consumer's
+// row already carries the version, the guard is the update itself:
+//
+//	tag, err := tx.Exec(ctx,
+//		`UPDATE accounts SET plan = $2, plan_version = $3 WHERE id = $1 AND plan_version < $3`,
+//		ev.ObjectID, plan, ev.Version)
+//	// tag.RowsAffected() == 0: the event is stale; return nil so it is marked processed.
+//
+// Either way the comparison is strict: an equal version is the same update
+// again.
+package receiver
