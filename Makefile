@@ -3,7 +3,7 @@
 GO ?= go
 # Fuzz targets run briefly on every `make test`; longer runs: make fuzz FUZZTIME=5m
 FUZZTIME ?= 5s
-FUZZ_TARGETS ?= ./schedule/:FuzzParseRetryAfter ./signing/:FuzzParseSignatureHeader ./signing/:FuzzParseSecret ./signing/:FuzzSignMatchesReference ./internal/api/:FuzzPublishRequest ./internal/api/:FuzzEndpointRequest
+FUZZ_TARGETS ?= ./schedule/:FuzzParseRetryAfter ./signing/:FuzzParseSignatureHeader ./signing/:FuzzParseSecret ./signing/:FuzzSignMatchesReference ./internal/api/:FuzzPublishRequest ./internal/api/:FuzzEndpointRequest ./receiver/:FuzzDecodePayload
 
 .PHONY: run test check-fmt vet unit fuzz build
 

@@ -19,7 +19,7 @@ type Event struct {
 	// ID is the event's row in the inbox, webhook_inbox.events.
 	ID int64
 	// Source names the sender (or the tenant) the event came from: the
-	// HandlerConfig.Source of the Handler that stored it.
+	// source of the Handler that stored it.
 	Source string
 	// WebhookID is the webhook-id header: the sender's message ID, the same
 	// on every retry and resend, and the dedupe key within Source.

@@ -29,10 +29,7 @@ func ExampleHandler() {
 	if err != nil {
 		log.Fatal(err)
 	}
-	handler, err := receiver.NewHandler(pool, receiver.HandlerConfig{
-		Source:       "herald",
-		VerifyConfig: receiver.VerifyConfig{Secrets: []signing.Secret{secret}},
-	})
+	handler, err := receiver.NewHandler(pool, "herald", receiver.VerifyConfig{Secrets: []signing.Secret{secret}})
 	if err != nil {
 		log.Fatal(err)
 	}

@@ -2,23 +2,11 @@ package receiver
 
 import (
 	"errors"
+	"fmt"
 	"net/http"
 
 	"github.com/heraldhq/herald/signing"
 )
-
-// HandlerConfig configures a Handler.
-type HandlerConfig struct {
-	// Source names the sender whose webhooks this Handler receives, such
-	// as "herald" or "acme"; in a multi-tenant consumer, the tenant (mount
-	// one Handler per tenant, each with its secrets). Webhook IDs are
-	// unique per source. Required.
-	Source string
-
-	// VerifyConfig holds the secrets, the timestamp tolerance, the body
-	// size limit and the logger.
-	VerifyConfig
-}
 
 // Handler receives webhooks into the inbox. For each POST it verifies the
 // signature on the raw body, decodes the payload's envelope, stores the
@@ -42,20 +30,24 @@ type Handler struct {
 }
 
 // NewHandler returns a Handler storing into db, normally a *pgxpool.Pool
-// on which Migrate has run. It fails when Source or the secrets are
-// missing.
-func NewHandler(db DB, cfg HandlerConfig) (*Handler, error) {
+// on which Migrate has run, and verifying with cfg.
+//
+// source names the sender whose webhooks it receives, such as "herald" or
+// "acme"; webhook IDs are unique per source. A multi-tenant consumer mounts
+// one Handler per tenant, each with its source and secrets. NewHandler
+// fails when source is empty or cfg has no secrets.
+func NewHandler(db DB, source string, cfg VerifyConfig) (*Handler, error) {
 	if db == nil {
 		return nil, errors.New("new handler: the database is required")
 	}
-	if cfg.Source == "" {
-		return nil, errors.New(`new handler: HandlerConfig.Source is required: name the sender, such as "herald"`)
+	if source == "" {
+		return nil, errors.New(`new handler: source is required: name the sender, such as "herald"`)
 	}
-	rv, err := newRequestVerifier(cfg.VerifyConfig)
+	rv, err := newRequestVerifier(cfg)
 	if err != nil {
-		return nil, err
+		return nil, fmt.Errorf("new handler: %w", err)
 	}
-	return &Handler{db: db, source: cfg.Source, rv: rv}, nil
+	return &Handler{db: db, source: source, rv: rv}, nil
 }
 
 // ServeHTTP implements http.Handler.

@@ -41,10 +41,8 @@ func setupHandler(t *testing.T, secrets ...signing.Secret) *handlerBundle {
 		secrets = []signing.Secret{newSecret(t)}
 	}
 	bundle.secret = secrets[0]
-	h, err := receiver.NewHandler(bundle.pool, receiver.HandlerConfig{
-		Source:       "acme",
-		VerifyConfig: receiver.VerifyConfig{Secrets: secrets, MaxBodyBytes: 4096, Logger: slog.New(slog.DiscardHandler)},
-	})
+	h, err := receiver.NewHandler(bundle.pool, "acme",
+		receiver.VerifyConfig{Secrets: secrets, MaxBodyBytes: 4096, Logger: slog.New(slog.DiscardHandler)})
 	require.NoError(t, err)
 	bundle.server = httptest.NewServer(h)
 	t.Cleanup(bundle.server.Close)
@@ -271,8 +269,8 @@ FROM webhook_inbox.events WHERE webhook_id = 'msg_1'`).Scan(&source, &typ, &obje
 		t.Cleanup(pool.Close)
 
 		secret := newSecret(t)
-		h, err := receiver.NewHandler(pool, receiver.HandlerConfig{Source: "acme",
-			VerifyConfig: receiver.VerifyConfig{Secrets: []signing.Secret{secret}, Logger: slog.New(slog.DiscardHandler)}})
+		h, err := receiver.NewHandler(pool, "acme",
+			receiver.VerifyConfig{Secrets: []signing.Secret{secret}, Logger: slog.New(slog.DiscardHandler)})
 		require.NoError(t, err)
 		server := httptest.NewServer(h)
 		t.Cleanup(server.Close)
@@ -287,13 +285,13 @@ FROM webhook_inbox.events WHERE webhook_id = 'msg_1'`).Scan(&source, &typ, &obje
 		bundle := setup(t)
 		secrets := []signing.Secret{newSecret(t)}
 
-		_, err := receiver.NewHandler(bundle.pool, receiver.HandlerConfig{VerifyConfig: receiver.VerifyConfig{Secrets: secrets}})
-		require.ErrorContains(t, err, "Source is required")
-		_, err = receiver.NewHandler(bundle.pool, receiver.HandlerConfig{Source: "acme"})
+		_, err := receiver.NewHandler(bundle.pool, "", receiver.VerifyConfig{Secrets: secrets})
+		require.ErrorContains(t, err, "source is required")
+		_, err = receiver.NewHandler(bundle.pool, "acme", receiver.VerifyConfig{})
 		require.ErrorIs(t, err, signing.ErrNoSecrets)
-		_, err = receiver.NewHandler(bundle.pool, receiver.HandlerConfig{Source: "acme", VerifyConfig: receiver.VerifyConfig{Secrets: []signing.Secret{{}}}})
+		_, err = receiver.NewHandler(bundle.pool, "acme", receiver.VerifyConfig{Secrets: []signing.Secret{{}}})
 		require.ErrorIs(t, err, signing.ErrInvalidSecret)
-		_, err = receiver.NewHandler(bundle.pool, receiver.HandlerConfig{Source: "acme", VerifyConfig: receiver.VerifyConfig{Secrets: secrets, MaxBodyBytes: -1}})
+		_, err = receiver.NewHandler(bundle.pool, "acme", receiver.VerifyConfig{Secrets: secrets, MaxBodyBytes: -1})
 		require.ErrorContains(t, err, "must not be negative")
 	})
 }

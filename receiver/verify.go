@@ -20,9 +20,10 @@ const DefaultMaxBodyBytes = 1 << 20
 // VerifyConfig.MaxBodyBytes; the middleware and the Handler answer 413.
 var ErrBodyTooLarge = errors.New("webhook body too large")
 
-// VerifyConfig says how webhook requests are verified: Standard Webhooks
-// signatures over the raw body, checked in constant time, with a timestamp
-// tolerance against replays.
+// VerifyConfig says how webhook requests are verified, by Verify,
+// VerifyMiddleware and a Handler: Standard Webhooks signatures over the raw
+// body, checked in constant time, with a timestamp tolerance against
+// replays.
 type VerifyConfig struct {
 	// Secrets are the endpoint's signing secrets (whsec_…, or whpk_… for
 	// ed25519), from signing.ParseSecret. A request verifies when any of

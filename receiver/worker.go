@@ -28,9 +28,13 @@ type HandleFunc func(ctx context.Context, tx pgx.Tx, ev Event) error
 
 // Defaults of WorkerConfig.
 const (
-	DefaultBatchSize     = 10
-	DefaultMaxAttempts   = 5
-	DefaultPollInterval  = time.Second
+	// DefaultBatchSize is how many events one transaction claims.
+	DefaultBatchSize = 10
+	// DefaultMaxAttempts is how many failures make an event a dead letter.
+	DefaultMaxAttempts = 5
+	// DefaultPollInterval is the pause between looks at an idle inbox.
+	DefaultPollInterval = time.Second
+	// DefaultPruneInterval is how often a running Worker calls Prune.
 	DefaultPruneInterval = time.Hour
 )
 

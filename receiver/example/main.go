@@ -155,10 +155,7 @@ func migrate(ctx context.Context, pool *pgxpool.Pool) error {
 // newConsumer wires the inbox: POST /webhooks stores verified events and a
 // worker applies them with apply.
 func newConsumer(pool *pgxpool.Pool, source string, secrets []signing.Secret, cfg receiver.WorkerConfig) (http.Handler, *receiver.Worker, error) {
-	handler, err := receiver.NewHandler(pool, receiver.HandlerConfig{
-		Source:       source,
-		VerifyConfig: receiver.VerifyConfig{Secrets: secrets, Logger: cfg.Logger},
-	})
+	handler, err := receiver.NewHandler(pool, source, receiver.VerifyConfig{Secrets: secrets, Logger: cfg.Logger})
 	if err != nil {
 		return nil, nil, err
 	}
