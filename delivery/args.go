@@ -1,0 +1,79 @@
+package delivery
+
+import (
+	"fmt"
+
+	"github.com/google/uuid"
+	"github.com/riverqueue/river"
+)
+
+// Queue is the River queue delivery jobs run on.
+const Queue = "deliveries"
+
+// Kind is the River job kind of Args.
+const Kind = "herald.delivery"
+
+// MaxJobAttempts bounds how often River retries a delivery job that returned
+// an error (the database was unreachable, say) or whose process died. It does
+// not bound the delivery's HTTP attempts: a failed HTTP attempt is recorded
+// and the job snoozes until the retry, which River does not count as an
+// attempt, so the retry window of the schedule alone decides when a delivery
+// is exhausted.
+const MaxJobAttempts = 25
+
+// Trigger says why an attempt runs; it is recorded on the attempt.
+type Trigger string
+
+// The triggers.
+const (
+	// TriggerScheduled is the first send after publishing and every
+	// automatic retry.
+	TriggerScheduled Trigger = "scheduled"
+	// TriggerManual is a resend asked for by a person.
+	TriggerManual Trigger = "manual"
+	// TriggerReplay is a resend that is part of an endpoint replay.
+	TriggerReplay Trigger = "replay"
+)
+
+func (t Trigger) valid() bool {
+	switch t {
+	case TriggerScheduled, TriggerManual, TriggerReplay:
+		return true
+	}
+	return false
+}
+
+// Args is the River job that sends one delivery. One job serves every
+// automatic attempt of its delivery: after a failed attempt it snoozes until
+// the retry. Whoever inserts a job for a delivery that is no longer pending
+// (a resend) sets the delivery back to pending in the same transaction; a
+// job for a delivery that is not pending does nothing.
+type Args struct {
+	// DeliveryID is the herald.deliveries row to send.
+	DeliveryID uuid.UUID `json:"delivery_id"`
+	// EndpointID is the delivery's endpoint. It is repeated here so a job
+	// can be held back by its endpoint's in-flight cap before it reads
+	// anything from the database.
+	EndpointID uuid.UUID `json:"endpoint_id"`
+	// Trigger is recorded on every attempt the job makes. Empty means
+	// TriggerScheduled.
+	Trigger Trigger `json:"trigger,omitempty"`
+}
+
+// Kind returns Kind.
+func (Args) Kind() string { return Kind }
+
+// InsertOpts puts delivery jobs on Queue with MaxJobAttempts.
+func (Args) InsertOpts() river.InsertOpts {
+	return river.InsertOpts{Queue: Queue, MaxAttempts: MaxJobAttempts}
+}
+
+func (a Args) trigger() (Trigger, error) {
+	if a.Trigger == "" {
+		return TriggerScheduled, nil
+	}
+	if !a.Trigger.valid() {
+		return "", fmt.Errorf("delivery %s: unknown trigger %q; want %q, %q or %q", a.DeliveryID, a.Trigger, TriggerScheduled, TriggerManual, TriggerReplay)
+	}
+	return a.Trigger, nil
+}

@@ -1,0 +1,92 @@
+package delivery
+
+import (
+	"context"
+	"encoding/json"
+	"math/rand/v2"
+	"sync"
+	"time"
+
+	"github.com/google/uuid"
+	"github.com/riverqueue/river"
+)
+
+// firstBusySnooze is the mean delay after which a job held back by its
+// endpoint's in-flight cap tries again the first time; each further time in
+// a row doubles it, up to Config.MaxBusySnooze. Contention at a healthy
+// endpoint clears within a few short snoozes, while the backlog of a hanging
+// endpoint soon checks back only every MaxBusySnooze.
+const firstBusySnooze = 50 * time.Millisecond
+
+// busyMetadataKey counts, in a job's River metadata, how many times in a
+// row the in-flight cap held it back.
+const busyMetadataKey = "herald_busy"
+
+// inflight counts the attempts running per endpoint in this process and
+// refuses one over the cap, so that a slow or dead endpoint can hold at most
+// cap of the worker pool's slots while its requests wait for their timeout.
+type inflight struct {
+	cap int
+
+	mu      sync.Mutex
+	running map[uuid.UUID]int
+}
+
+func newInflight(cap int) *inflight {
+	return &inflight{cap: cap, running: make(map[uuid.UUID]int)}
+}
+
+// acquire takes a slot for endpoint and returns its release function, or
+// false when the endpoint already has cap attempts running.
+func (f *inflight) acquire(endpoint uuid.UUID) (release func(), ok bool) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	if f.running[endpoint] >= f.cap {
+		return nil, false
+	}
+	f.running[endpoint]++
+	return func() { f.release(endpoint) }, true
+}
+
+func (f *inflight) release(endpoint uuid.UUID) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	if f.running[endpoint] <= 1 {
+		delete(f.running, endpoint)
+		return
+	}
+	f.running[endpoint]--
+}
+
+// holdBack returns the error that snoozes a job whose endpoint is at its
+// cap: a random delay in [d/2, 3d/2), where d doubles with each time in a
+// row the job was held back.
+func (w *Worker) holdBack(ctx context.Context, job *river.Job[Args]) error {
+	n := busyCount(job.Metadata)
+	if err := river.MetadataSet(ctx, busyMetadataKey, n+1); err != nil {
+		return err
+	}
+	d := w.maxBusySnooze
+	if n < 20 {
+		d = min(d, firstBusySnooze<<n)
+	}
+	return river.JobSnooze(d/2 + rand.N(d))
+}
+
+// admitted clears the count of holdBack once the job got a slot.
+func admitted(ctx context.Context, job *river.Job[Args]) error {
+	if busyCount(job.Metadata) == 0 {
+		return nil
+	}
+	return river.MetadataSet(ctx, busyMetadataKey, 0)
+}
+
+func busyCount(metadata []byte) int {
+	var m struct {
+		Busy int `json:"herald_busy"`
+	}
+	if json.Unmarshal(metadata, &m) != nil {
+		return 0
+	}
+	return max(m.Busy, 0)
+}

@@ -1,0 +1,187 @@
+package delivery
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"time"
+
+	"github.com/google/uuid"
+	"github.com/jackc/pgx/v5"
+)
+
+// Values of herald.deliveries.status the worker reads and writes.
+const (
+	statusPending   = "pending"
+	statusSucceeded = "succeeded"
+	statusFailed    = "failed"
+)
+
+// maxRecordTries bounds how often recording an attempt decides again
+// because the delivery changed under it (another attempt of it was recorded
+// meanwhile, or its endpoint was disabled).
+const maxRecordTries = 3
+
+// progress is the part of a delivery an attempt's outcome depends on.
+type progress struct {
+	status       string
+	attemptCount int
+	firstAttempt *time.Time
+}
+
+// loaded is what one attempt needs to know of its delivery.
+type loaded struct {
+	progress
+	id              uuid.UUID
+	nextAttemptAt   time.Time // zero when not set
+	messageID       uuid.UUID
+	body            []byte
+	endpointID      uuid.UUID
+	url             string
+	endpointEnabled bool
+}
+
+func (w *Worker) load(ctx context.Context, id uuid.UUID) (loaded, error) {
+	d := loaded{id: id}
+	var next *time.Time
+	var body string
+	err := w.db.QueryRow(ctx, loadDelivery, id).Scan(&d.status, &d.attemptCount, &d.firstAttempt, &next,
+		&d.messageID, &body, &d.endpointID, &d.url, &d.endpointEnabled)
+	if err != nil {
+		return loaded{}, fmt.Errorf("load delivery %s: %w", id, err)
+	}
+	if next != nil {
+		d.nextAttemptAt = *next
+	}
+	d.body = []byte(body)
+	return d, nil
+}
+
+// record stores attempt a of delivery d with its outcome and returns when
+// the delivery's next attempt is due (zero when there is none). It is the
+// one place where an attempt changes Herald's state: whatever else an
+// outcome should change (an endpoint's health, say) belongs in the same
+// statement, recordAttempt.
+func (w *Worker) record(ctx context.Context, d loaded, trigger Trigger, a attempt) (time.Time, error) {
+	p := d.progress
+	for range maxRecordTries {
+		next, recorded, err := w.recordAs(ctx, d, p, trigger, a)
+		if err != nil || recorded {
+			return next, err
+		}
+		err = w.db.QueryRow(ctx, reloadProgress, d.id).Scan(&p.status, &p.attemptCount, &p.firstAttempt)
+		if errors.Is(err, pgx.ErrNoRows) {
+			return time.Time{}, nil // deleted with its endpoint while the request ran
+		}
+		if err != nil {
+			return time.Time{}, fmt.Errorf("record attempt of delivery %s: %w", d.id, err)
+		}
+	}
+	return time.Time{}, fmt.Errorf("record attempt of delivery %s: the delivery changed %d times while recording; River retries the job", d.id, maxRecordTries)
+}
+
+// recordAs decides the outcome of attempt a for a delivery at progress p
+// and records it, unless the delivery is no longer at p (recorded false).
+func (w *Worker) recordAs(ctx context.Context, d loaded, p progress, trigger Trigger, a attempt) (next time.Time, recorded bool, err error) {
+	number := p.attemptCount + 1
+	first := a.startedAt
+	if p.firstAttempt != nil {
+		first = *p.firstAttempt
+	}
+	ended := a.startedAt.Add(a.duration)
+	o := Decide(a.result, number, first, ended, w.policy)
+	s := settle(p.status, o, ended)
+
+	attemptID, err := uuid.NewV7()
+	if err != nil {
+		return time.Time{}, false, fmt.Errorf("attempt id: %w", err)
+	}
+	headers := a.headers
+	if headers == nil {
+		headers = map[string]string{}
+	}
+	tag, err := w.db.Exec(ctx, recordAttempt, pgx.NamedArgs{
+		"delivery_id":        d.id,
+		"seen_status":        p.status,
+		"seen_attempt_count": p.attemptCount,
+		"status":             s.status,
+		"next_attempt_at":    s.next,
+		"completed_at":       s.completed,
+		"started_at":         a.startedAt,
+		"ended_at":           ended,
+		"duration_ms":        a.duration.Milliseconds(),
+		"status_code":        nullIfZero(a.result.StatusCode),
+		"problem":            nullIfEmpty(o.Problem),
+		"gone":               o.Verdict == EndpointGone,
+		"disabled_reason":    DisabledReason,
+		"attempt_id":         attemptID,
+		"message_id":         d.messageID,
+		"endpoint_id":        d.endpointID,
+		"trigger":            string(trigger),
+		"request_headers":    headers,
+		"response_excerpt":   a.excerpt,
+		"outcome":            string(o.Verdict),
+	})
+	if err != nil {
+		return time.Time{}, false, fmt.Errorf("record attempt %d of delivery %s: %w", number, d.id, err)
+	}
+	if tag.RowsAffected() == 0 {
+		return time.Time{}, false, nil
+	}
+	w.log(ctx, d, number, o)
+	if s.next == nil {
+		return time.Time{}, true, nil
+	}
+	return *s.next, true, nil
+}
+
+// settlement is a delivery's state after an attempt.
+type settlement struct {
+	status    string
+	next      *time.Time // the retry, nil when none
+	completed *time.Time // nil keeps the recorded completion time
+}
+
+// settle says what an outcome does to a delivery that was in status
+// current: a success always counts, but a failure leaves a delivery that
+// something else settled meanwhile (its endpoint was disabled) as it is.
+func settle(current string, o Outcome, ended time.Time) settlement {
+	switch {
+	case o.Verdict == Succeeded:
+		return settlement{status: statusSucceeded, completed: &ended}
+	case current != statusPending:
+		return settlement{status: current}
+	case o.Verdict == Retry:
+		return settlement{status: statusPending, next: &o.RetryAt}
+	default: // Exhausted, EndpointGone
+		return settlement{status: statusFailed, completed: &ended}
+	}
+}
+
+func (w *Worker) log(ctx context.Context, d loaded, number int, o Outcome) {
+	attrs := []any{"delivery", d.id, "message", d.messageID, "endpoint", d.endpointID, "attempt", number}
+	switch o.Verdict {
+	case Succeeded:
+		w.logger.DebugContext(ctx, "delivered", attrs...)
+	case Retry:
+		w.logger.InfoContext(ctx, "attempt failed; retrying", append(attrs, "problem", o.Problem, "retry_at", o.RetryAt)...)
+	case Exhausted:
+		w.logger.WarnContext(ctx, "delivery failed: retry window spent", append(attrs, "problem", o.Problem)...)
+	case EndpointGone:
+		w.logger.WarnContext(ctx, "endpoint answered 410 Gone; disabled it and cancelled its pending deliveries", attrs...)
+	}
+}
+
+func nullIfZero(n int) *int {
+	if n == 0 {
+		return nil
+	}
+	return &n
+}
+
+func nullIfEmpty(s string) *string {
+	if s == "" {
+		return nil
+	}
+	return &s
+}

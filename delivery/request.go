@@ -1,0 +1,124 @@
+package delivery
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"net"
+	"net/http"
+	"net/url"
+	"strings"
+	"time"
+	"unicode/utf8"
+
+	"github.com/google/uuid"
+
+	"github.com/heraldhq/herald/signing"
+)
+
+// Limits on what Herald keeps of a response.
+const (
+	// MaxResponseRead is how much of a response body is read; the rest is
+	// discarded with the connection.
+	MaxResponseRead = 64 << 10
+	// MaxResponseStored is how much of the body is stored on the attempt.
+	MaxResponseStored = 4 << 10
+)
+
+// maxLocationStored bounds the redirect target quoted in an error.
+const maxLocationStored = 512
+
+// attempt is one HTTP request and what came back.
+type attempt struct {
+	startedAt time.Time
+	duration  time.Duration
+	// headers are the request headers sent. They hold signatures, never
+	// secrets, and are stored on the attempt.
+	headers map[string]string
+	result  Result
+	excerpt string
+}
+
+// MessageHeaderID returns the webhook-id of a message: "msg_" and its id.
+// It is the same on every attempt, resend and replay of the message.
+func MessageHeaderID(messageID uuid.UUID) string {
+	return "msg_" + messageID.String()
+}
+
+// send makes one attempt: it signs body for this moment with every secret
+// and POSTs it, giving up after timeout. It never returns an error: what
+// went wrong is part of the attempt.
+func (w *Worker) send(ctx context.Context, target string, messageID uuid.UUID, body []byte, secrets []signing.Secret) (a attempt) {
+	a.startedAt = w.now()
+	defer func() { a.duration = w.now().Sub(a.startedAt) }()
+
+	ctx, cancel := context.WithTimeout(ctx, w.timeout)
+	defer cancel()
+	req, err := http.NewRequestWithContext(ctx, http.MethodPost, target, bytes.NewReader(body))
+	if err != nil {
+		a.result.Err = fmt.Errorf("the endpoint URL cannot be requested (%v); fix the endpoint's URL", unwrapURLError(err))
+		return a
+	}
+	req.Header.Set("Content-Type", "application/json")
+	req.Header.Set("User-Agent", w.userAgent)
+	if err := signing.SignHeaders(req.Header, MessageHeaderID(messageID), a.startedAt, body, secrets...); err != nil {
+		a.result.Err = fmt.Errorf("not sent: %w; give the endpoint an active signing secret", err)
+		return a
+	}
+	a.headers = make(map[string]string, len(req.Header))
+	for name := range req.Header {
+		a.headers[strings.ToLower(name)] = req.Header.Get(name)
+	}
+
+	resp, err := w.client.Do(req)
+	if err != nil {
+		a.result.Err = w.describeError(err)
+		return a
+	}
+	defer resp.Body.Close()
+	// A body cut short by the timeout still leaves the status, which is
+	// what the outcome depends on; keep what arrived.
+	read, _ := io.ReadAll(io.LimitReader(resp.Body, MaxResponseRead))
+	a.result.StatusCode = resp.StatusCode
+	a.result.RetryAfter = resp.Header.Get("Retry-After")
+	if resp.StatusCode >= 300 && resp.StatusCode <= 399 {
+		a.result.Location = excerpt([]byte(resp.Header.Get("Location")), maxLocationStored)
+	}
+	a.excerpt = excerpt(read, MaxResponseStored)
+	return a
+}
+
+// describeError words a transport error without the request URL, which may
+// carry a token in its query.
+func (w *Worker) describeError(err error) error {
+	err = unwrapURLError(err)
+	var netErr net.Error
+	if errors.Is(err, context.DeadlineExceeded) || (errors.As(err, &netErr) && netErr.Timeout()) {
+		return fmt.Errorf("timed out after %s", w.timeout)
+	}
+	return err
+}
+
+func unwrapURLError(err error) error {
+	var urlErr *url.Error
+	if errors.As(err, &urlErr) {
+		return urlErr.Err
+	}
+	return err
+}
+
+// excerpt returns at most limit bytes of b as text Postgres accepts: valid
+// UTF-8 without NUL bytes, cut at a character boundary.
+func excerpt(b []byte, limit int) string {
+	s := strings.ReplaceAll(strings.ToValidUTF8(string(b), "\uFFFD"), "\x00", "")
+	if len(s) <= limit {
+		return s
+	}
+	cut := limit
+	for cut > 0 && !utf8.RuneStart(s[cut]) {
+		cut--
+	}
+	return s[:cut]
+}

@@ -1,0 +1,195 @@
+package delivery_test
+
+import (
+	"context"
+	"encoding/json"
+	"log/slog"
+	"testing"
+	"time"
+
+	"github.com/google/uuid"
+	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgxpool"
+	"github.com/riverqueue/river"
+	"github.com/riverqueue/river/riverdriver/riverpgxv5"
+	"github.com/stretchr/testify/require"
+
+	"github.com/heraldhq/herald/delivery"
+	"github.com/heraldhq/herald/internal/pgtest"
+	"github.com/heraldhq/herald/internal/webhooktest"
+	"github.com/heraldhq/herald/migrations"
+	"github.com/heraldhq/herald/outbox"
+	"github.com/heraldhq/herald/schedule"
+	"github.com/heraldhq/herald/signing"
+)
+
+const tenant = "acme"
+
+// fast retries within milliseconds, so a test sees several attempts at once.
+var fast = schedule.Policy{Base: 20 * time.Millisecond, Cap: 100 * time.Millisecond, Window: time.Hour}
+
+// once gives up after the first attempt: its window is spent at once.
+var once = schedule.Policy{Window: time.Nanosecond}
+
+type testBundle struct {
+	pool    *pgxpool.Pool
+	client  *river.Client[pgx.Tx]
+	secrets *webhooktest.Secrets
+}
+
+// setup starts a River client working deliveries with a worker configured
+// by cfg (DB and Secrets are filled in).
+func setup(t *testing.T, cfg delivery.Config) (*testBundle, context.Context) {
+	t.Helper()
+	ctx := context.Background()
+	b := &testBundle{pool: pgtest.NewPool(t), secrets: &webhooktest.Secrets{}}
+	_, err := b.pool.Exec(ctx, "INSERT INTO herald.tenants (id) VALUES ($1)", tenant)
+	require.NoError(t, err)
+
+	cfg.DB, cfg.Secrets = b.pool, b.secrets
+	cfg.Logger = slog.New(slog.DiscardHandler)
+	worker, err := delivery.NewWorker(cfg)
+	require.NoError(t, err)
+	workers := river.NewWorkers()
+	river.AddWorker(workers, worker)
+	b.client, err = river.NewClient(riverpgxv5.New(b.pool), &river.Config{
+		Schema:            migrations.Schema,
+		Queues:            map[string]river.QueueConfig{delivery.Queue: {MaxWorkers: 10}},
+		Workers:           workers,
+		FetchCooldown:     10 * time.Millisecond,
+		FetchPollInterval: 50 * time.Millisecond,
+		Logger:            slog.New(slog.DiscardHandler),
+		TestOnly:          true,
+	})
+	require.NoError(t, err)
+	require.NoError(t, b.client.Start(ctx))
+	t.Cleanup(func() {
+		stopCtx, cancel := context.WithTimeout(ctx, 10*time.Second)
+		defer cancel()
+		require.NoError(t, b.client.StopAndCancel(stopCtx))
+	})
+	return b, ctx
+}
+
+// endpoint creates an enabled endpoint at url signed with a fresh secret,
+// or with the given secrets.
+func (b *testBundle) endpoint(t *testing.T, ctx context.Context, url string, secrets ...signing.Secret) uuid.UUID {
+	t.Helper()
+	id := uuid.Must(uuid.NewV7())
+	_, err := b.pool.Exec(ctx, "INSERT INTO herald.endpoints (id, tenant_id, url) VALUES ($1, $2, $3)", id, tenant, url)
+	require.NoError(t, err)
+	if len(secrets) == 0 {
+		secret, err := signing.GenerateHMACSecret()
+		require.NoError(t, err)
+		secrets = []signing.Secret{secret}
+	}
+	b.secrets.Set(id, secrets...)
+	return id
+}
+
+// message publishes an invoice.paid event and returns its id.
+func (b *testBundle) message(t *testing.T, ctx context.Context) uuid.UUID {
+	t.Helper()
+	p, err := outbox.PublishPool(ctx, b.pool, outbox.Message{
+		Tenant: tenant, Type: "invoice.paid", ObjectID: "inv_" + uuid.NewString(),
+		Data: map[string]any{"amount": 4200, "currency": "eur"},
+	})
+	require.NoError(t, err)
+	return p.ID
+}
+
+// enqueue creates the delivery of message to endpoint and its job, as the
+// dispatcher does, and returns the delivery's id.
+func (b *testBundle) enqueue(t *testing.T, ctx context.Context, message, endpoint uuid.UUID) uuid.UUID {
+	t.Helper()
+	id := b.pendingDelivery(t, ctx, message, endpoint)
+	_, err := b.client.Insert(ctx, delivery.Args{DeliveryID: id, EndpointID: endpoint}, nil)
+	require.NoError(t, err)
+	return id
+}
+
+// pendingDelivery creates a pending delivery without a job.
+func (b *testBundle) pendingDelivery(t *testing.T, ctx context.Context, message, endpoint uuid.UUID) uuid.UUID {
+	t.Helper()
+	id := uuid.Must(uuid.NewV7())
+	_, err := b.pool.Exec(ctx, "INSERT INTO herald.deliveries (id, message_id, endpoint_id, tenant_id) VALUES ($1, $2, $3, $4)",
+		id, message, endpoint, tenant)
+	require.NoError(t, err)
+	return id
+}
+
+type deliveryRow struct {
+	Status         string
+	AttemptCount   int
+	FirstAttemptAt *time.Time
+	LastAttemptAt  *time.Time
+	NextAttemptAt  *time.Time
+	CompletedAt    *time.Time
+	LastStatusCode *int
+	LastError      *string
+}
+
+func (b *testBundle) delivery(t *testing.T, ctx context.Context, id uuid.UUID) deliveryRow {
+	t.Helper()
+	var d deliveryRow
+	err := b.pool.QueryRow(ctx, `SELECT status, attempt_count, first_attempt_at, last_attempt_at, next_attempt_at,
+    completed_at, last_status_code, last_error FROM herald.deliveries WHERE id = $1`, id).
+		Scan(&d.Status, &d.AttemptCount, &d.FirstAttemptAt, &d.LastAttemptAt, &d.NextAttemptAt, &d.CompletedAt, &d.LastStatusCode, &d.LastError)
+	require.NoError(t, err)
+	return d
+}
+
+// waitStatus waits until the delivery has status.
+func (b *testBundle) waitStatus(t *testing.T, ctx context.Context, id uuid.UUID, status string) deliveryRow {
+	t.Helper()
+	var d deliveryRow
+	require.Eventually(t, func() bool {
+		d = b.delivery(t, ctx, id)
+		return d.Status == status
+	}, 20*time.Second, 20*time.Millisecond, "delivery %s never became %s", id, status)
+	return d
+}
+
+type attemptRow struct {
+	Number         int
+	Trigger        string
+	StartedAt      time.Time
+	DurationMS     int
+	RequestHeaders map[string]string
+	StatusCode     *int
+	Error          *string
+	Excerpt        string
+	Outcome        string
+}
+
+func (b *testBundle) attempts(t *testing.T, ctx context.Context, deliveryID uuid.UUID) []attemptRow {
+	t.Helper()
+	rows, err := b.pool.Query(ctx, `SELECT attempt_number, trigger, started_at, duration_ms, request_headers, status_code,
+    error, response_excerpt, outcome FROM herald.attempts WHERE delivery_id = $1 ORDER BY attempt_number`, deliveryID)
+	require.NoError(t, err)
+	attempts, err := pgx.CollectRows(rows, func(row pgx.CollectableRow) (attemptRow, error) {
+		var a attemptRow
+		var headers []byte
+		err := row.Scan(&a.Number, &a.Trigger, &a.StartedAt, &a.DurationMS, &headers, &a.StatusCode, &a.Error, &a.Excerpt, &a.Outcome)
+		if err == nil {
+			err = json.Unmarshal(headers, &a.RequestHeaders)
+		}
+		return a, err
+	})
+	require.NoError(t, err)
+	return attempts
+}
+
+func (b *testBundle) body(t *testing.T, ctx context.Context, message uuid.UUID) string {
+	t.Helper()
+	var body string
+	require.NoError(t, b.pool.QueryRow(ctx, "SELECT body FROM herald.messages WHERE id = $1", message).Scan(&body))
+	return body
+}
+
+// waitCount waits until r has received n requests.
+func waitCount(t *testing.T, r *webhooktest.Receiver, n int) {
+	t.Helper()
+	require.Eventually(t, func() bool { return r.Count() >= n }, 20*time.Second, 10*time.Millisecond,
+		"the receiver got %d requests, want %d", r.Count(), n)
+}

@@ -1,0 +1,222 @@
+package delivery
+
+import (
+	"cmp"
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"net/http"
+	"time"
+
+	"github.com/google/uuid"
+	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgconn"
+	"github.com/riverqueue/river"
+
+	"github.com/heraldhq/herald/internal/version"
+	"github.com/heraldhq/herald/schedule"
+	"github.com/heraldhq/herald/signing"
+)
+
+// Defaults of Config.
+const (
+	// DefaultTimeout bounds one HTTP attempt, from connecting to reading the
+	// response.
+	DefaultTimeout = 15 * time.Second
+	// DefaultMaxInflightPerEndpoint is how many attempts to one endpoint a
+	// process runs at once.
+	DefaultMaxInflightPerEndpoint = 10
+	// DefaultMaxBusySnooze bounds the delay before a job held back by its
+	// endpoint's in-flight cap tries again.
+	DefaultMaxBusySnooze = 5 * time.Second
+)
+
+// jobTimeoutMargin is how much longer than the HTTP timeout a job may run:
+// time to load the delivery and record the attempt.
+const jobTimeoutMargin = 15 * time.Second
+
+// DB is what the worker needs of Postgres; a *pgxpool.Pool is one.
+type DB interface {
+	Begin(ctx context.Context) (pgx.Tx, error)
+	Exec(ctx context.Context, sql string, args ...any) (pgconn.CommandTag, error)
+	QueryRow(ctx context.Context, sql string, args ...any) pgx.Row
+}
+
+// SecretSource returns the secrets an endpoint's messages are signed with at
+// a given time: every active one, so that receivers verify during a
+// rotation with either the old or the new secret.
+type SecretSource interface {
+	ActiveSecrets(ctx context.Context, endpointID uuid.UUID, now time.Time) ([]signing.Secret, error)
+}
+
+// Config configures a Worker.
+type Config struct {
+	// DB holds Herald's tables. Required.
+	DB DB
+	// Secrets gives the signing secrets of an endpoint. Required.
+	Secrets SecretSource
+	// Policy decides when failed attempts are retried and when a delivery
+	// is exhausted. The zero Policy is schedule.Default().
+	Policy schedule.Policy
+	// Timeout bounds one HTTP attempt. Defaults to 15 s. Zero means the
+	// default.
+	Timeout time.Duration
+	// MaxInflightPerEndpoint caps the attempts to one endpoint running at
+	// once in this process; a job over the cap snoozes instead of waiting,
+	// so a slow endpoint never holds more than this many workers. Defaults
+	// to 10. Zero means the default.
+	MaxInflightPerEndpoint int
+	// MaxBusySnooze bounds the delay after which a job held back by the
+	// cap tries again. The first time the delay is about 50 ms, and it
+	// doubles each time in a row the job is held back, so a hanging
+	// endpoint's backlog costs little while it waits. Each delay is drawn
+	// from [d/2, 3d/2). Defaults to 5 s. Zero means the default.
+	MaxBusySnooze time.Duration
+	// Transport sends the requests. Defaults to a clone of
+	// http.DefaultTransport keeping up to MaxInflightPerEndpoint idle
+	// connections per host. Redirects are never followed, whatever the
+	// transport.
+	Transport http.RoundTripper
+	// UserAgent is sent on every request. Defaults to "Herald/<version>".
+	UserAgent string
+	// Logger receives the worker's logs. Defaults to slog.Default().
+	Logger *slog.Logger
+}
+
+// Worker is the River worker of Args: one call of Work makes at most one
+// attempt of one delivery and records it.
+type Worker struct {
+	river.WorkerDefaults[Args]
+
+	db            DB
+	secrets       SecretSource
+	policy        schedule.Policy
+	timeout       time.Duration
+	maxBusySnooze time.Duration
+	client        *http.Client
+	userAgent     string
+	logger        *slog.Logger
+	inflight      *inflight
+	now           func() time.Time
+}
+
+// NewWorker checks cfg and returns a Worker.
+func NewWorker(cfg Config) (*Worker, error) {
+	if cfg.DB == nil {
+		return nil, errors.New("delivery worker: Config.DB is nil; pass the database pool")
+	}
+	if cfg.Secrets == nil {
+		return nil, errors.New("delivery worker: Config.Secrets is nil; pass the endpoint store")
+	}
+	if cfg.Timeout < 0 || cfg.MaxInflightPerEndpoint < 0 || cfg.MaxBusySnooze < 0 {
+		return nil, fmt.Errorf("delivery worker: Timeout (%s), MaxInflightPerEndpoint (%d) and MaxBusySnooze (%s) must not be negative; zero means the default",
+			cfg.Timeout, cfg.MaxInflightPerEndpoint, cfg.MaxBusySnooze)
+	}
+	maxInflight := cmp.Or(cfg.MaxInflightPerEndpoint, DefaultMaxInflightPerEndpoint)
+	transport := cfg.Transport
+	if transport == nil {
+		t := http.DefaultTransport.(*http.Transport).Clone()
+		t.MaxIdleConnsPerHost = maxInflight
+		transport = t
+	}
+	w := &Worker{
+		db:            cfg.DB,
+		secrets:       cfg.Secrets,
+		policy:        cfg.Policy,
+		timeout:       cmp.Or(cfg.Timeout, DefaultTimeout),
+		maxBusySnooze: cmp.Or(cfg.MaxBusySnooze, DefaultMaxBusySnooze),
+		client: &http.Client{
+			Transport: transport,
+			// A 3xx is an answer, and a failure: the endpoint's URL is what
+			// its owner registered, and following a redirect would send
+			// signed payloads to an address nobody registered.
+			CheckRedirect: func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse },
+		},
+		userAgent: cfg.UserAgent,
+		logger:    cfg.Logger,
+		inflight:  newInflight(maxInflight),
+		now:       time.Now,
+	}
+	if w.userAgent == "" {
+		w.userAgent = "Herald/" + version.String()
+	}
+	if w.logger == nil {
+		w.logger = slog.Default()
+	}
+	return w, nil
+}
+
+// JobTimeout is how long River lets one job run: the HTTP timeout plus 15 s
+// to load the delivery and record the attempt.
+func (w *Worker) JobTimeout() time.Duration {
+	return w.timeout + jobTimeoutMargin
+}
+
+// Timeout implements river.Worker; it returns JobTimeout.
+func (w *Worker) Timeout(*river.Job[Args]) time.Duration {
+	return w.JobTimeout()
+}
+
+// Work makes one attempt of the job's delivery, unless there is nothing to
+// do: the delivery is gone or no longer pending, its endpoint is disabled
+// (the delivery is cancelled), or its retry is not due yet. After a failed
+// attempt the job snoozes until the retry; River does not count a snooze as
+// a job attempt.
+func (w *Worker) Work(ctx context.Context, job *river.Job[Args]) error {
+	trigger, err := job.Args.trigger()
+	if err != nil {
+		return river.JobCancel(err)
+	}
+	release, ok := w.inflight.acquire(job.Args.EndpointID)
+	if !ok {
+		return w.holdBack(ctx, job)
+	}
+	defer release()
+	if err := admitted(ctx, job); err != nil {
+		return err
+	}
+
+	d, err := w.load(ctx, job.Args.DeliveryID)
+	if errors.Is(err, pgx.ErrNoRows) {
+		return nil // deleted together with its endpoint or tenant
+	}
+	if err != nil {
+		return err
+	}
+	if d.status != statusPending {
+		return nil
+	}
+	now := w.now()
+	if !d.endpointEnabled {
+		if _, err := w.db.Exec(ctx, cancelDelivery, d.id, now); err != nil {
+			return fmt.Errorf("cancel delivery %s of disabled endpoint: %w", d.id, err)
+		}
+		return nil
+	}
+	// A job rescued after its process died between recording a failed
+	// attempt and snoozing wakes early; the delivery row knows the retry.
+	if trigger == TriggerScheduled && d.nextAttemptAt.After(now) {
+		return river.JobSnooze(d.nextAttemptAt.Sub(now))
+	}
+
+	secrets, err := w.secrets.ActiveSecrets(ctx, d.endpointID, now)
+	if err != nil {
+		return fmt.Errorf("delivery %s: secrets of endpoint %s: %w", d.id, d.endpointID, err)
+	}
+	a := w.send(ctx, d.url, d.messageID, d.body, secrets)
+	if err := ctx.Err(); err != nil {
+		// The process is stopping: River runs the job again, here or in
+		// another dispatcher, and the receiver dedupes on webhook-id.
+		return fmt.Errorf("delivery %s interrupted: %w", d.id, err)
+	}
+
+	next, err := w.record(ctx, d, trigger, a)
+	if err != nil {
+		return err
+	}
+	if !next.IsZero() {
+		return river.JobSnooze(max(next.Sub(w.now()), 0))
+	}
+	return nil
+}

@@ -1,0 +1,188 @@
+// Package dispatcher runs Herald's delivery pipeline in one process: a
+// fan-out loop that turns committed outbox messages into deliveries and
+// their River jobs, and a River client whose workers send them (package
+// delivery).
+//
+// Any number of dispatchers may run on one database. The fan-out claims
+// messages with FOR UPDATE SKIP LOCKED and inserts each (message, endpoint)
+// delivery at most once (a UNIQUE pair) in the same transaction as its job
+// and the message's dispatched mark, so a crash at any point either leaves
+// the message to be claimed again or has done all of it. River hands each
+// job to one worker at a time and rescues the jobs of a process that died.
+package dispatcher
+
+import (
+	"cmp"
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"time"
+
+	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgxpool"
+	"github.com/riverqueue/river"
+	"github.com/riverqueue/river/riverdriver/riverpgxv5"
+
+	"github.com/heraldhq/herald/delivery"
+	"github.com/heraldhq/herald/migrations"
+)
+
+// Defaults of Config.
+const (
+	// DefaultWorkers is the number of deliveries a process sends at once.
+	// Sending is I/O-bound: a worker mostly waits for a receiver.
+	DefaultWorkers = 100
+	// DefaultBatchSize is how many messages one fan-out transaction claims.
+	DefaultBatchSize = 100
+	// DefaultPollInterval is how often the fan-out looks for messages when
+	// no notification woke it.
+	DefaultPollInterval = time.Second
+	// DefaultRescueStuckJobsAfter is how long a delivery job may stay
+	// running before River considers its process dead and runs it again.
+	DefaultRescueStuckJobsAfter = 3 * time.Minute
+	// DefaultShutdownGrace is how long a stopping dispatcher lets in-flight
+	// attempts finish before cancelling them.
+	DefaultShutdownGrace = 30 * time.Second
+)
+
+// fetchCooldown is the least time between two of River's job fetches. With
+// River's default (100 ms) a process could start at most
+// Workers/0.1 s deliveries per second however fast its receivers answer.
+const fetchCooldown = 10 * time.Millisecond
+
+// hardStopTimeout bounds the wait for cancelled attempts to return after
+// the grace period.
+const hardStopTimeout = 10 * time.Second
+
+// Config configures a Dispatcher.
+type Config struct {
+	// Pool holds Herald's tables and River's (schema herald). Required.
+	Pool *pgxpool.Pool
+	// Delivery configures the worker that sends each attempt: signing
+	// secrets (required), retry policy, HTTP timeout, per-endpoint
+	// in-flight cap. Its DB and Logger default to Pool and Logger.
+	Delivery delivery.Config
+	// Workers is how many attempts this process runs at once. Defaults to
+	// 100. Zero means the default.
+	Workers int
+	// BatchSize is how many messages one fan-out transaction claims.
+	// Defaults to 100. Zero means the default.
+	BatchSize int
+	// PollInterval is how often the fan-out looks for messages when no
+	// publish notified it (notifications are lost while the listening
+	// connection is down), and how often River looks for jobs that became
+	// due (a retry's). Defaults to 1 s. Zero means the default.
+	PollInterval time.Duration
+	// RescueStuckJobsAfter is how long a delivery job may run before River
+	// runs it again, assuming its process died. It must exceed the job
+	// timeout (the HTTP timeout plus 15 s). Defaults to 3 minutes. Zero
+	// means the default.
+	RescueStuckJobsAfter time.Duration
+	// ShutdownGrace is how long Run lets in-flight attempts finish once its
+	// context is cancelled; then their requests are cancelled and River
+	// runs those jobs again later. Defaults to 30 s. Zero means the
+	// default.
+	ShutdownGrace time.Duration
+	// Logger receives the dispatcher's and River's logs. Defaults to
+	// slog.Default().
+	Logger *slog.Logger
+}
+
+// Dispatcher drains the outbox and delivers webhooks until its Run context
+// ends.
+type Dispatcher struct {
+	pool         *pgxpool.Pool
+	river        *river.Client[pgx.Tx]
+	logger       *slog.Logger
+	batchSize    int
+	pollInterval time.Duration
+	grace        time.Duration
+}
+
+// New checks cfg and builds a Dispatcher; nothing runs until Run.
+func New(cfg Config) (*Dispatcher, error) {
+	if cfg.Pool == nil {
+		return nil, errors.New("dispatcher: Config.Pool is nil; pass the database pool")
+	}
+	if cfg.Workers < 0 || cfg.BatchSize < 0 || cfg.PollInterval < 0 || cfg.RescueStuckJobsAfter < 0 || cfg.ShutdownGrace < 0 {
+		return nil, errors.New("dispatcher: Workers, BatchSize, PollInterval, RescueStuckJobsAfter and ShutdownGrace must not be negative; zero means the default")
+	}
+	logger := cmp.Or(cfg.Logger, slog.Default())
+	deliveryCfg := cfg.Delivery
+	if deliveryCfg.DB == nil {
+		deliveryCfg.DB = cfg.Pool
+	}
+	deliveryCfg.Logger = cmp.Or(deliveryCfg.Logger, logger)
+	worker, err := delivery.NewWorker(deliveryCfg)
+	if err != nil {
+		return nil, err
+	}
+	pollInterval := cmp.Or(cfg.PollInterval, DefaultPollInterval)
+	rescueAfter := cmp.Or(cfg.RescueStuckJobsAfter, DefaultRescueStuckJobsAfter)
+	if rescueAfter <= worker.JobTimeout() {
+		return nil, fmt.Errorf("dispatcher: RescueStuckJobsAfter (%s) must exceed the job timeout (%s, the HTTP timeout plus 15s), or running attempts would be sent twice; raise it or lower the HTTP timeout",
+			rescueAfter, worker.JobTimeout())
+	}
+
+	workers := river.NewWorkers()
+	if err := river.AddWorkerSafely(workers, worker); err != nil {
+		return nil, fmt.Errorf("dispatcher: %w", err)
+	}
+	client, err := river.NewClient(riverpgxv5.New(cfg.Pool), &river.Config{
+		Schema:               migrations.Schema,
+		Queues:               map[string]river.QueueConfig{delivery.Queue: {MaxWorkers: cmp.Or(cfg.Workers, DefaultWorkers)}},
+		Workers:              workers,
+		JobTimeout:           worker.JobTimeout(),
+		RescueStuckJobsAfter: rescueAfter,
+		MaxAttempts:          delivery.MaxJobAttempts,
+		FetchCooldown:        fetchCooldown,
+		FetchPollInterval:    max(pollInterval, fetchCooldown),
+		Logger:               logger,
+	})
+	if err != nil {
+		return nil, fmt.Errorf("dispatcher: River client: %w", err)
+	}
+	return &Dispatcher{
+		pool:         cfg.Pool,
+		river:        client,
+		logger:       logger,
+		batchSize:    cmp.Or(cfg.BatchSize, DefaultBatchSize),
+		pollInterval: pollInterval,
+		grace:        cmp.Or(cfg.ShutdownGrace, DefaultShutdownGrace),
+	}, nil
+}
+
+// Run fans out and delivers until ctx is cancelled, then stops: it claims
+// no more messages and starts no more attempts, lets the running ones
+// finish for up to ShutdownGrace, cancels the rest (River runs those jobs
+// again later, here or in another dispatcher) and returns. It returns nil
+// after a clean stop.
+func (d *Dispatcher) Run(ctx context.Context) error {
+	// River stops when told to, not when ctx ends, so that stopping can
+	// be graceful.
+	if err := d.river.Start(context.WithoutCancel(ctx)); err != nil {
+		return fmt.Errorf("start River: %w", err)
+	}
+	d.logger.InfoContext(ctx, "dispatcher started")
+	d.fanOutLoop(ctx)
+	return d.stop()
+}
+
+func (d *Dispatcher) stop() error {
+	d.logger.Info("dispatcher stopping; letting in-flight attempts finish", "grace", d.grace)
+	graceCtx, cancel := context.WithTimeout(context.Background(), d.grace)
+	defer cancel()
+	err := d.river.Stop(graceCtx)
+	if errors.Is(err, context.DeadlineExceeded) {
+		d.logger.Warn("grace period over; cancelling the attempts still running, they will be retried")
+		hardCtx, cancel := context.WithTimeout(context.Background(), hardStopTimeout)
+		defer cancel()
+		err = d.river.StopAndCancel(hardCtx)
+	}
+	if err != nil {
+		return fmt.Errorf("stop River: %w", err)
+	}
+	d.logger.Info("dispatcher stopped")
+	return nil
+}

@@ -1,0 +1,252 @@
+package dispatcher_test
+
+import (
+	"encoding/json"
+	"fmt"
+	"net/http"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/require"
+
+	"github.com/heraldhq/herald/delivery"
+	"github.com/heraldhq/herald/dispatcher"
+	"github.com/heraldhq/herald/internal/webhooktest"
+	"github.com/heraldhq/herald/outbox"
+	"github.com/heraldhq/herald/signing"
+)
+
+func TestCommitDeliversOnce(t *testing.T) {
+	t.Parallel()
+	b, ctx := setup(t)
+	r := webhooktest.NewReceiver(t, webhooktest.Status(200))
+	endpoint, secret := b.endpoint(t, ctx, tenant, r.URL)
+	b.start(t, dispatcher.Config{})
+
+	tx, err := b.pool.Begin(ctx)
+	require.NoError(t, err)
+	msg := event("invoice.paid")
+	msg.ObjectID = "inv_123"
+	p, err := outbox.Publish(ctx, tx, msg)
+	require.NoError(t, err)
+	require.NoError(t, tx.Commit(ctx))
+
+	b.waitSucceeded(t, ctx, 1, 20*time.Second)
+	require.Equal(t, "succeeded", b.deliveryStatus(t, ctx, p.ID, endpoint))
+	reqs := r.Requests()
+	require.Len(t, reqs, 1, "delivered once")
+	require.Equal(t, headerID(p.ID), reqs[0].Header.Get(signing.HeaderID))
+	require.NoError(t, signing.Verifier{Secrets: []signing.Secret{secret}}.Verify(reqs[0].Header, reqs[0].Body))
+
+	var body struct {
+		Type   string `json:"type"`
+		Object struct {
+			ID      string `json:"id"`
+			Version int64  `json:"version"`
+		} `json:"object"`
+		Data map[string]any `json:"data"`
+	}
+	require.NoError(t, json.Unmarshal(reqs[0].Body, &body))
+	require.Equal(t, "invoice.paid", body.Type)
+	require.Equal(t, "inv_123", body.Object.ID)
+	require.Equal(t, int64(1), body.Object.Version)
+	require.Equal(t, map[string]any{"amount": float64(4200)}, body.Data)
+
+	var dispatched bool
+	require.NoError(t, b.pool.QueryRow(ctx, "SELECT dispatched_at IS NOT NULL FROM herald.messages WHERE id = $1", p.ID).Scan(&dispatched))
+	require.True(t, dispatched)
+}
+
+func TestRollbackSendsNothing(t *testing.T) {
+	t.Parallel()
+	b, ctx := setup(t)
+	r := webhooktest.NewReceiver(t, webhooktest.Status(200))
+	b.endpoint(t, ctx, tenant, r.URL)
+	b.start(t, dispatcher.Config{})
+
+	tx, err := b.pool.Begin(ctx)
+	require.NoError(t, err)
+	rolledBack, err := outbox.Publish(ctx, tx, event("invoice.paid"))
+	require.NoError(t, err)
+	require.NoError(t, tx.Rollback(ctx))
+	// A message committed after the rolled-back one: once it has arrived,
+	// the rolled-back one would have too.
+	barrier := b.publish(t, ctx, event("invoice.paid"))
+
+	b.waitSucceeded(t, ctx, 1, 20*time.Second)
+	require.Equal(t, map[string]int{headerID(barrier): 1}, webhookIDs(r.Requests()))
+	require.NotContains(t, webhookIDs(r.Requests()), headerID(rolledBack.ID))
+	var messages int
+	require.NoError(t, b.pool.QueryRow(ctx, "SELECT count(*) FROM herald.messages").Scan(&messages))
+	require.Equal(t, 1, messages)
+}
+
+func TestFanOutMatchesSubscriptions(t *testing.T) {
+	t.Parallel()
+	b, ctx := setup(t)
+	r := webhooktest.NewReceiver(t, webhooktest.Status(200))
+	everything, _ := b.endpoint(t, ctx, tenant, r.URL)
+	invoices, _ := b.endpoint(t, ctx, tenant, r.URL, "invoice.created", "invoice.paid")
+	users, _ := b.endpoint(t, ctx, tenant, r.URL, "user.created")
+	disabled, _ := b.endpoint(t, ctx, tenant, r.URL)
+	otherTenant, _ := b.endpoint(t, ctx, "globex", r.URL)
+	_, err := b.pool.Exec(ctx, "UPDATE herald.endpoints SET enabled = false WHERE id = $1", disabled)
+	require.NoError(t, err)
+	b.start(t, dispatcher.Config{})
+
+	paid := b.publish(t, ctx, event("invoice.paid"))
+	b.waitSucceeded(t, ctx, 2, 20*time.Second)
+
+	require.Equal(t, "succeeded", b.deliveryStatus(t, ctx, paid, everything), "no event types means every type")
+	require.Equal(t, "succeeded", b.deliveryStatus(t, ctx, paid, invoices))
+	require.Equal(t, "skipped", b.deliveryStatus(t, ctx, paid, disabled), "a disabled endpoint's delivery is recorded, not sent")
+	for _, endpoint := range []any{users, otherTenant} {
+		var n int
+		require.NoError(t, b.pool.QueryRow(ctx, "SELECT count(*) FROM herald.deliveries WHERE endpoint_id = $1", endpoint).Scan(&n))
+		require.Zero(t, n, "endpoint %s must get no delivery", endpoint)
+	}
+	require.Equal(t, 2, r.Count())
+
+	// A message nobody subscribes to is dispatched with no delivery.
+	unwanted := b.publish(t, ctx, outbox.Message{Tenant: "globex", Type: "user.deleted", ObjectID: "u_1", Data: map[string]any{}})
+	require.Eventually(t, func() bool {
+		var dispatched bool
+		require.NoError(t, b.pool.QueryRow(ctx, "SELECT dispatched_at IS NOT NULL FROM herald.messages WHERE id = $1", unwanted).Scan(&dispatched))
+		return dispatched
+	}, 20*time.Second, 20*time.Millisecond)
+}
+
+func TestRetriesThroughTheDispatcher(t *testing.T) {
+	t.Parallel()
+	b, ctx := setup(t)
+	r := webhooktest.NewReceiver(t, webhooktest.Status(500, 500, 200))
+	endpoint, _ := b.endpoint(t, ctx, tenant, r.URL)
+	b.start(t, dispatcher.Config{})
+
+	message := b.publish(t, ctx, event("invoice.paid"))
+	b.waitSucceeded(t, ctx, 1, 20*time.Second)
+	require.Equal(t, "succeeded", b.deliveryStatus(t, ctx, message, endpoint))
+	require.Equal(t, map[string]int{headerID(message): 3}, webhookIDs(r.Requests()))
+	var attempts int
+	require.NoError(t, b.pool.QueryRow(ctx, "SELECT count(*) FROM herald.attempts").Scan(&attempts))
+	require.Equal(t, 3, attempts)
+}
+
+func TestGoneStopsLaterMessages(t *testing.T) {
+	t.Parallel()
+	b, ctx := setup(t)
+	gone := webhooktest.NewReceiver(t, webhooktest.Status(http.StatusGone))
+	healthy := webhooktest.NewReceiver(t, webhooktest.Status(200))
+	goneEndpoint, _ := b.endpoint(t, ctx, tenant, gone.URL)
+	b.endpoint(t, ctx, tenant, healthy.URL)
+	b.start(t, dispatcher.Config{})
+
+	first := b.publish(t, ctx, event("invoice.paid"))
+	require.Eventually(t, func() bool { return b.deliveryStatus(t, ctx, first, goneEndpoint) == "failed" }, 20*time.Second, 20*time.Millisecond)
+	later := b.publish(t, ctx, event("invoice.paid"))
+	// The healthy endpoint receiving the later message means it was fanned out.
+	require.Eventually(t, func() bool { return webhookIDs(healthy.Requests())[headerID(later)] == 1 }, 20*time.Second, 20*time.Millisecond)
+
+	require.Equal(t, "skipped", b.deliveryStatus(t, ctx, later, goneEndpoint))
+	require.Equal(t, map[string]int{headerID(first): 1}, webhookIDs(gone.Requests()))
+}
+
+func TestTwoDispatchersDeliverEachOnce(t *testing.T) {
+	t.Parallel()
+	b, ctx := setup(t)
+	const messages, endpoints = 1000, 3
+	receivers := make([]*webhooktest.Receiver, endpoints)
+	for i := range receivers {
+		receivers[i] = webhooktest.NewReceiver(t, webhooktest.Status(200))
+		b.endpoint(t, ctx, tenant, receivers[i].URL)
+	}
+	b.start(t, dispatcher.Config{Workers: 20, BatchSize: 50})
+	b.start(t, dispatcher.Config{Workers: 20, BatchSize: 50})
+
+	// Producers publish while both dispatchers drain.
+	var wg sync.WaitGroup
+	for p := range 4 {
+		wg.Go(func() {
+			for i := range messages / 4 {
+				_, err := outbox.PublishPool(ctx, b.pool, outbox.Message{
+					Tenant: tenant, Type: "invoice.paid", ObjectID: fmt.Sprintf("inv_%d_%d", p, i), Data: map[string]any{"n": i},
+				})
+				if err != nil {
+					t.Error(err)
+					return
+				}
+			}
+		})
+	}
+	wg.Wait()
+
+	b.waitSucceeded(t, ctx, messages*endpoints, 60*time.Second)
+	require.Equal(t, map[string]int{"succeeded": messages * endpoints}, b.statuses(t, ctx))
+	for i, r := range receivers {
+		ids := webhookIDs(r.Requests())
+		require.Len(t, ids, messages, "receiver %d", i)
+		for id, n := range ids {
+			require.Equal(t, 1, n, "receiver %d got %s %d times", i, id, n)
+		}
+	}
+	var attempts int
+	require.NoError(t, b.pool.QueryRow(ctx, "SELECT count(*) FROM herald.attempts").Scan(&attempts))
+	require.Equal(t, messages*endpoints, attempts)
+}
+
+func TestStopLetsAttemptsFinish(t *testing.T) {
+	t.Parallel()
+	b, ctx := setup(t)
+	arrived := make(chan struct{})
+	r := webhooktest.NewReceiver(t, func(_ int, w http.ResponseWriter, _ *http.Request) {
+		close(arrived)
+		time.Sleep(500 * time.Millisecond)
+		w.WriteHeader(http.StatusOK)
+	})
+	endpoint, _ := b.endpoint(t, ctx, tenant, r.URL)
+	stop := b.start(t, dispatcher.Config{})
+
+	message := b.publish(t, ctx, event("invoice.paid"))
+	<-arrived
+	stop()
+	require.Equal(t, "succeeded", b.deliveryStatus(t, ctx, message, endpoint), "the attempt in flight at stop must finish and be recorded")
+}
+
+func TestStopCancelsAttemptsAfterGrace(t *testing.T) {
+	t.Parallel()
+	b, ctx := setup(t)
+	arrived := make(chan struct{}, 1)
+	r := webhooktest.NewReceiver(t, func(n int, w http.ResponseWriter, req *http.Request) {
+		if n == 1 {
+			arrived <- struct{}{}
+			<-req.Context().Done()
+			return
+		}
+		w.WriteHeader(http.StatusOK)
+	})
+	endpoint, _ := b.endpoint(t, ctx, tenant, r.URL)
+	stop := b.start(t, dispatcher.Config{ShutdownGrace: 100 * time.Millisecond})
+
+	message := b.publish(t, ctx, event("invoice.paid"))
+	<-arrived
+	stop()
+	require.Equal(t, "pending", b.deliveryStatus(t, ctx, message, endpoint), "a cancelled attempt is not recorded as a failure")
+
+	// The next dispatcher sends it again.
+	b.start(t, dispatcher.Config{})
+	require.Eventually(t, func() bool { return b.deliveryStatus(t, ctx, message, endpoint) == "succeeded" }, 30*time.Second, 20*time.Millisecond)
+	require.Equal(t, map[string]int{headerID(message): 2}, webhookIDs(r.Requests()))
+}
+
+func TestNewRejectsBadConfig(t *testing.T) {
+	t.Parallel()
+	b, _ := setup(t)
+
+	_, err := dispatcher.New(dispatcher.Config{Pool: b.pool, Delivery: delivery.Config{Secrets: b.secrets}, RescueStuckJobsAfter: 20 * time.Second})
+	require.ErrorContains(t, err, "RescueStuckJobsAfter (20s) must exceed the job timeout (30s")
+	_, err = dispatcher.New(dispatcher.Config{Pool: b.pool})
+	require.ErrorContains(t, err, "Config.Secrets is nil")
+	_, err = dispatcher.New(dispatcher.Config{Pool: b.pool, Delivery: delivery.Config{Secrets: b.secrets}, Workers: -1})
+	require.ErrorContains(t, err, "must not be negative")
+}

@@ -1,0 +1,197 @@
+package dispatcher
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"time"
+
+	"github.com/google/uuid"
+	"github.com/jackc/pgx/v5"
+	"github.com/riverqueue/river"
+
+	"github.com/heraldhq/herald/delivery"
+	"github.com/heraldhq/herald/outbox"
+)
+
+// Values of herald.deliveries.status set at fan-out.
+const (
+	statusPending = "pending"
+	// statusSkipped marks a message's delivery to an endpoint that was
+	// disabled at fan-out; a replay after re-enabling it finds the row.
+	statusSkipped = "skipped"
+)
+
+// fanOutLoop drains the outbox until ctx ends: it runs fan-out
+// transactions while they find full batches, then sleeps until a publish
+// notifies it or PollInterval passes.
+func (d *Dispatcher) fanOutLoop(ctx context.Context) {
+	for ctx.Err() == nil {
+		conn, err := d.listen(ctx)
+		if err != nil {
+			if ctx.Err() == nil {
+				d.logger.ErrorContext(ctx, "listen for published messages; polling until it works", "channel", outbox.NotifyChannel, "error", err)
+			}
+			d.drain(ctx)
+			sleep(ctx, d.pollInterval)
+			continue
+		}
+		d.drainAndWait(ctx, conn)
+		_ = conn.Close(context.WithoutCancel(ctx))
+	}
+}
+
+// listen opens a connection of its own (a pooled one would carry the
+// LISTEN back into the pool) and subscribes it to outbox.NotifyChannel.
+func (d *Dispatcher) listen(ctx context.Context) (*pgx.Conn, error) {
+	conn, err := pgx.ConnectConfig(ctx, d.pool.Config().ConnConfig)
+	if err != nil {
+		return nil, err
+	}
+	if _, err := conn.Exec(ctx, "LISTEN "+outbox.NotifyChannel); err != nil {
+		_ = conn.Close(context.WithoutCancel(ctx))
+		return nil, err
+	}
+	return conn, nil
+}
+
+// drainAndWait alternates draining and waiting on conn until ctx ends or
+// the connection fails.
+func (d *Dispatcher) drainAndWait(ctx context.Context, conn *pgx.Conn) {
+	for {
+		// Subscribed before draining, so a publish committed while a batch
+		// runs still wakes the next wait.
+		d.drain(ctx)
+		waitCtx, cancel := context.WithTimeout(ctx, d.pollInterval)
+		_, err := conn.WaitForNotification(waitCtx)
+		cancel()
+		switch {
+		case ctx.Err() != nil:
+			return
+		case err != nil && !errors.Is(err, context.DeadlineExceeded):
+			d.logger.ErrorContext(ctx, "wait for published messages; reconnecting", "error", err)
+			return
+		}
+	}
+}
+
+// drain runs fan-out transactions until one claims less than a full batch.
+func (d *Dispatcher) drain(ctx context.Context) {
+	for ctx.Err() == nil {
+		claimed, err := d.fanOut(ctx)
+		if err != nil {
+			if ctx.Err() == nil {
+				d.logger.ErrorContext(ctx, "fan out messages", "error", err)
+			}
+			return
+		}
+		if claimed < d.batchSize {
+			return
+		}
+	}
+}
+
+// fanOut claims one batch of undispatched messages and, in one
+// transaction, creates their deliveries and River jobs and marks them
+// dispatched. It returns how many messages it claimed.
+func (d *Dispatcher) fanOut(ctx context.Context) (int, error) {
+	tx, err := d.pool.Begin(ctx)
+	if err != nil {
+		return 0, fmt.Errorf("begin fan-out: %w", err)
+	}
+	defer func() { _ = tx.Rollback(context.WithoutCancel(ctx)) }()
+
+	batch, err := claim(ctx, tx, d.batchSize)
+	if err != nil || batch.messages == 0 {
+		return 0, err
+	}
+	var jobs []river.InsertManyParams
+	if len(batch.messageIDs) > 0 {
+		rows, err := tx.Query(ctx, insertDeliveries, batch.ids, batch.messageIDs, batch.endpointIDs, batch.tenantIDs, batch.statuses)
+		if err != nil {
+			return 0, fmt.Errorf("insert deliveries: %w", err)
+		}
+		var id, endpointID uuid.UUID
+		var status string
+		_, err = pgx.ForEachRow(rows, []any{&id, &endpointID, &status}, func() error {
+			if status == statusPending {
+				jobs = append(jobs, river.InsertManyParams{Args: delivery.Args{DeliveryID: id, EndpointID: endpointID, Trigger: delivery.TriggerScheduled}})
+			}
+			return nil
+		})
+		if err != nil {
+			return 0, fmt.Errorf("insert deliveries: %w", err)
+		}
+	}
+	if len(jobs) > 0 {
+		if _, err := d.river.InsertManyFastTx(ctx, tx, jobs); err != nil {
+			return 0, fmt.Errorf("insert %d delivery jobs: %w", len(jobs), err)
+		}
+	}
+	if err := tx.Commit(ctx); err != nil {
+		return 0, fmt.Errorf("commit fan-out: %w", err)
+	}
+	return batch.messages, nil
+}
+
+// claimed is one fan-out batch: the number of messages claimed and the
+// deliveries to create for them, as columns.
+type claimed struct {
+	messages    int
+	ids         []uuid.UUID
+	messageIDs  []uuid.UUID
+	endpointIDs []uuid.UUID
+	tenantIDs   []string
+	statuses    []string
+}
+
+func claim(ctx context.Context, tx pgx.Tx, limit int) (claimed, error) {
+	rows, err := tx.Query(ctx, claimMessages, limit)
+	if err != nil {
+		return claimed{}, fmt.Errorf("claim messages: %w", err)
+	}
+	var (
+		b          claimed
+		messageID  uuid.UUID
+		tenantID   string
+		endpointID *uuid.UUID
+		enabled    bool
+		seen       = make(map[uuid.UUID]bool)
+	)
+	_, err = pgx.ForEachRow(rows, []any{&messageID, &tenantID, &endpointID, &enabled}, func() error {
+		if !seen[messageID] {
+			seen[messageID] = true
+			b.messages++
+		}
+		if endpointID == nil {
+			return nil // no endpoint subscribes to it
+		}
+		id, err := uuid.NewV7()
+		if err != nil {
+			return fmt.Errorf("delivery id: %w", err)
+		}
+		status := statusPending
+		if !enabled {
+			status = statusSkipped
+		}
+		b.ids = append(b.ids, id)
+		b.messageIDs = append(b.messageIDs, messageID)
+		b.endpointIDs = append(b.endpointIDs, *endpointID)
+		b.tenantIDs = append(b.tenantIDs, tenantID)
+		b.statuses = append(b.statuses, status)
+		return nil
+	})
+	if err != nil {
+		return claimed{}, fmt.Errorf("claim messages: %w", err)
+	}
+	return b, nil
+}
+
+func sleep(ctx context.Context, d time.Duration) {
+	t := time.NewTimer(d)
+	defer t.Stop()
+	select {
+	case <-ctx.Done():
+	case <-t.C:
+	}
+}

@@ -1,0 +1,163 @@
+package dispatcher_test
+
+import (
+	"context"
+	"log/slog"
+	"testing"
+	"time"
+
+	"github.com/google/uuid"
+	"github.com/jackc/pgx/v5/pgxpool"
+	"github.com/stretchr/testify/require"
+
+	"github.com/heraldhq/herald/delivery"
+	"github.com/heraldhq/herald/dispatcher"
+	"github.com/heraldhq/herald/internal/database"
+	"github.com/heraldhq/herald/internal/pgtest"
+	"github.com/heraldhq/herald/internal/webhooktest"
+	"github.com/heraldhq/herald/outbox"
+	"github.com/heraldhq/herald/schedule"
+	"github.com/heraldhq/herald/signing"
+)
+
+const tenant = "acme"
+
+// fast retries within milliseconds.
+var fast = schedule.Policy{Base: 20 * time.Millisecond, Cap: 100 * time.Millisecond, Window: time.Hour}
+
+type testBundle struct {
+	url     string
+	pool    *pgxpool.Pool
+	secrets *webhooktest.Secrets
+}
+
+func setup(t *testing.T) (*testBundle, context.Context) {
+	t.Helper()
+	ctx := context.Background()
+	b := &testBundle{url: pgtest.NewDatabase(t, pgtest.Herald), secrets: &webhooktest.Secrets{}}
+	b.pool = b.openPool(t)
+	_, err := b.pool.Exec(ctx, "INSERT INTO herald.tenants (id) VALUES ($1), ('globex')", tenant)
+	require.NoError(t, err)
+	return b, ctx
+}
+
+// openPool opens a pool of its own on the test database, as a separate
+// dispatcher process would.
+func (b *testBundle) openPool(t *testing.T) *pgxpool.Pool {
+	t.Helper()
+	pool, err := database.Open(context.Background(), b.url, database.Options{MaxConns: 16})
+	require.NoError(t, err)
+	t.Cleanup(pool.Close)
+	return pool
+}
+
+// start runs a dispatcher with cfg (Pool, Secrets and Logger filled in when
+// unset, the fast policy by default) until the test ends, and checks that
+// it stops cleanly. The returned function stops it early.
+func (b *testBundle) start(t *testing.T, cfg dispatcher.Config) (stop func()) {
+	t.Helper()
+	if cfg.Pool == nil {
+		cfg.Pool = b.openPool(t)
+	}
+	if cfg.Delivery.Secrets == nil {
+		cfg.Delivery.Secrets = b.secrets
+	}
+	if cfg.Delivery.Policy == (schedule.Policy{}) {
+		cfg.Delivery.Policy = fast
+	}
+	if cfg.PollInterval == 0 {
+		cfg.PollInterval = 100 * time.Millisecond
+	}
+	cfg.Logger = slog.New(slog.DiscardHandler)
+	d, err := dispatcher.New(cfg)
+	require.NoError(t, err)
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan error, 1)
+	go func() { done <- d.Run(ctx) }()
+	var stopped bool
+	stop = func() {
+		if stopped {
+			return
+		}
+		stopped = true
+		cancel()
+		select {
+		case err := <-done:
+			require.NoError(t, err, "Run must return nil after a clean stop")
+		case <-time.After(time.Minute):
+			t.Fatal("the dispatcher did not stop")
+		}
+	}
+	t.Cleanup(stop)
+	return stop
+}
+
+// endpoint creates an endpoint of tenant at url subscribed to types (none:
+// every type) and returns its id and secret.
+func (b *testBundle) endpoint(t *testing.T, ctx context.Context, tenant, url string, types ...string) (uuid.UUID, signing.Secret) {
+	t.Helper()
+	id := uuid.Must(uuid.NewV7())
+	if types == nil {
+		types = []string{}
+	}
+	_, err := b.pool.Exec(ctx, "INSERT INTO herald.endpoints (id, tenant_id, url, event_types) VALUES ($1, $2, $3, $4)", id, tenant, url, types)
+	require.NoError(t, err)
+	secret, err := signing.GenerateHMACSecret()
+	require.NoError(t, err)
+	b.secrets.Set(id, secret)
+	return id, secret
+}
+
+func event(typ string) outbox.Message {
+	return outbox.Message{Tenant: tenant, Type: typ, ObjectID: "inv_" + uuid.NewString(), Data: map[string]any{"amount": 4200}}
+}
+
+func (b *testBundle) publish(t *testing.T, ctx context.Context, msg outbox.Message) uuid.UUID {
+	t.Helper()
+	p, err := outbox.PublishPool(ctx, b.pool, msg)
+	require.NoError(t, err)
+	return p.ID
+}
+
+// statuses counts deliveries by status.
+func (b *testBundle) statuses(t *testing.T, ctx context.Context) map[string]int {
+	t.Helper()
+	rows, err := b.pool.Query(ctx, "SELECT status, count(*) FROM herald.deliveries GROUP BY status")
+	require.NoError(t, err)
+	defer rows.Close()
+	counts := map[string]int{}
+	for rows.Next() {
+		var status string
+		var n int
+		require.NoError(t, rows.Scan(&status, &n))
+		counts[status] = n
+	}
+	require.NoError(t, rows.Err())
+	return counts
+}
+
+// deliveryStatus returns the status of a delivery, "" while it does not exist.
+func (b *testBundle) deliveryStatus(t *testing.T, ctx context.Context, message, endpoint uuid.UUID) string {
+	t.Helper()
+	var status string
+	require.NoError(t, b.pool.QueryRow(ctx, `SELECT coalesce(max(status), '') FROM herald.deliveries
+WHERE message_id = $1 AND endpoint_id = $2`, message, endpoint).Scan(&status))
+	return status
+}
+
+// waitSucceeded waits until n deliveries have succeeded.
+func (b *testBundle) waitSucceeded(t *testing.T, ctx context.Context, n int, within time.Duration) {
+	t.Helper()
+	require.Eventually(t, func() bool { return b.statuses(t, ctx)["succeeded"] >= n }, within, 20*time.Millisecond,
+		"deliveries by status: %v, want %d succeeded", b.statuses(t, ctx), n)
+}
+
+func webhookIDs(reqs []webhooktest.Request) map[string]int {
+	ids := map[string]int{}
+	for _, r := range reqs {
+		ids[r.Header.Get(signing.HeaderID)]++
+	}
+	return ids
+}
+
+func headerID(message uuid.UUID) string { return delivery.MessageHeaderID(message) }
