@@ -43,3 +43,9 @@ fuzz:
 		echo "fuzz $$name in $$pkg for $(FUZZTIME)"; \
 		$(GO) test -run='^$$' -fuzz="^$$name$$" -fuzztime=$(FUZZTIME) $$pkg || exit 1; \
 	done
+
+## sim: the reference article's experiments at full size against local
+## Postgres (a couple of minutes); writes docs/sim/output.txt and jitter.svg
+.PHONY: sim
+sim:
+	$(GO) run ./cmd/whsim --out docs/sim
