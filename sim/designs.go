@@ -33,15 +33,7 @@ type guard func(m message, storedVersion, storedCreated int64) bool
 
 func always(message, int64, int64) bool { return true }
 
-// Designs returns the names of the handler designs in table order.
-func Designs() []string {
-	var names []string
-	for _, d := range designs() {
-		names = append(names, d.name)
-	}
-	return names
-}
-
+// designs are the six handler designs, in table order.
 func designs() []design {
 	return []design{
 		{"naive", naive},
