@@ -4,14 +4,21 @@ import (
 	"errors"
 
 	"github.com/heraldhq/herald/internal/auth"
+	"github.com/heraldhq/herald/outbox"
+	"github.com/heraldhq/herald/replay"
 	"github.com/heraldhq/herald/store"
 )
 
 // domainProblem maps the errors of the packages the API drives to problems.
 // It returns nil for errors it does not know.
 func (s *Server) domainProblem(err error) *Problem {
-	var verr *store.ValidationError
+	var (
+		verr *store.ValidationError
+		oerr *outbox.ValidationError
+	)
 	switch {
+	case errors.As(err, &oerr):
+		return publishProblem(oerr)
 	case errors.As(err, &verr):
 		return invalid(verr.Field, verr.Field+" "+verr.Problem)
 	case errors.Is(err, store.ErrAlreadyExists):
@@ -20,6 +27,16 @@ func (s *Server) domainProblem(err error) *Problem {
 		return notFound("the tenant or endpoint")
 	case errors.Is(err, auth.ErrTenantNotFound):
 		return notFound("the tenant")
+	case errors.Is(err, replay.ErrPending):
+		return conflict("this delivery is already pending: Herald is sending it or waiting to retry it; resend it once it has succeeded or failed")
+	case errors.Is(err, replay.ErrEndpointDisabled):
+		return conflict("the endpoint is disabled; enable it (POST …/endpoints/{endpointID}/enable) and try again")
+	case errors.Is(err, replay.ErrNotFound):
+		return notFound("the message or endpoint")
+	case errors.Is(err, replay.ErrReplayNotFound):
+		return notFound("the replay")
+	case errors.Is(err, replay.ErrInvalidRange):
+		return invalid("until", "until must be later than since (until defaults to now)")
 	}
 	return nil
 }

@@ -4,7 +4,6 @@ import (
 	"bytes"
 	"crypto/sha256"
 	"encoding/json"
-	"errors"
 	"fmt"
 	"net/http"
 
@@ -85,10 +84,6 @@ func (s *Server) publish(w http.ResponseWriter, r *http.Request) error {
 		Data:           req.Data,
 		IdempotencyKey: key,
 	})
-	var verr *outbox.ValidationError
-	if errors.As(err, &verr) {
-		return publishProblem(verr)
-	}
 	if err != nil {
 		return err
 	}

@@ -8,6 +8,7 @@ package api
 import (
 	"encoding/json"
 	"errors"
+	"fmt"
 	"log/slog"
 	"net/http"
 	"strconv"
@@ -19,9 +20,13 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/collectors"
 	"github.com/prometheus/client_golang/prometheus/promhttp"
+	"github.com/riverqueue/river"
+	"github.com/riverqueue/river/riverdriver/riverpgxv5"
 
 	"github.com/heraldhq/herald/internal/metrics"
 	"github.com/heraldhq/herald/internal/page"
+	"github.com/heraldhq/herald/migrations"
+	"github.com/heraldhq/herald/replay"
 	"github.com/heraldhq/herald/store"
 )
 
@@ -51,6 +56,7 @@ type Server struct {
 	logger       *slog.Logger
 	publicURL    string
 	maxBodyBytes int64
+	jobs         replay.Inserter
 	router       chi.Router
 }
 
@@ -78,6 +84,13 @@ func New(cfg Config) (*Server, error) {
 	if s.maxBodyBytes <= 0 {
 		s.maxBodyBytes = DefaultMaxBodyBytes
 	}
+	// An insert-only River client: it queues delivery and replay jobs in
+	// the API's transactions; dispatchers work them.
+	jobs, err := river.NewClient(riverpgxv5.New(cfg.Pool), &river.Config{Schema: migrations.Schema, Logger: s.logger})
+	if err != nil {
+		return nil, fmt.Errorf("api: River client: %w", err)
+	}
+	s.jobs = jobs
 	registry := prometheus.NewRegistry()
 	registry.MustRegister(
 		collectors.NewGoCollector(),
@@ -140,6 +153,7 @@ func (s *Server) routes(registry *prometheus.Registry, portal http.Handler) chi.
 			r.Get("/messages", s.h(s.listMessages))
 			r.Get("/messages/{messageID}", s.h(s.getMessage))
 			r.Get("/messages/{messageID}/attempts", s.h(s.listMessageAttempts))
+			r.Post("/messages/{messageID}/endpoints/{endpointID}/resend", s.h(s.resend))
 
 			r.Get("/endpoints", s.h(s.listEndpoints))
 			r.Post("/endpoints", s.h(s.createEndpoint))
@@ -152,6 +166,10 @@ func (s *Server) routes(registry *prometheus.Registry, portal http.Handler) chi.
 			r.Post("/endpoints/{endpointID}/secret/rotate", s.h(s.rotateSecret))
 			r.Get("/endpoints/{endpointID}/attempts", s.h(s.listEndpointAttempts))
 			r.Get("/endpoints/{endpointID}/stats", s.h(s.endpointStats))
+			r.Post("/endpoints/{endpointID}/test", s.h(s.sendTestEvent))
+			r.Post("/endpoints/{endpointID}/replays", s.h(s.createReplay))
+			r.Get("/endpoints/{endpointID}/replays", s.h(s.listReplays))
+			r.Get("/endpoints/{endpointID}/replays/{replayID}", s.h(s.getReplay))
 		})
 	})
 	return r

@@ -1,0 +1,86 @@
+package api
+
+import (
+	"fmt"
+	"net/http"
+	"time"
+
+	"github.com/go-chi/chi/v5"
+	"github.com/jackc/pgx/v5"
+
+	"github.com/heraldhq/herald/outbox"
+	"github.com/heraldhq/herald/replay"
+)
+
+// TestEventType is the type of the event POST …/endpoints/{id}/test sends.
+const TestEventType = "herald.test"
+
+type resendResponse struct {
+	DeliveryID     string `json:"delivery_id"`
+	MessageID      string `json:"message_id"`
+	EndpointID     string `json:"endpoint_id"`
+	PreviousStatus string `json:"previous_status,omitempty"`
+}
+
+// resend is POST /v1/tenants/{tenantID}/messages/{messageID}/endpoints/{endpointID}/resend.
+func (s *Server) resend(w http.ResponseWriter, r *http.Request) error {
+	m, err := s.message(r)
+	if err != nil {
+		return err
+	}
+	endpointID, err := s.endpointID(r)
+	if err != nil {
+		return err
+	}
+	var resent replay.Resent
+	err = pgx.BeginFunc(r.Context(), s.pool, func(tx pgx.Tx) error {
+		resent, err = replay.ResendTx(r.Context(), tx, s.jobs, m.ID, endpointID)
+		return err
+	})
+	if err != nil {
+		return err
+	}
+	return writeJSON(w, http.StatusAccepted, resendResponse{
+		DeliveryID: resent.DeliveryID.String(), MessageID: m.ID.String(), EndpointID: endpointID.String(),
+		PreviousStatus: resent.PreviousStatus,
+	})
+}
+
+// sendTestEvent is POST /v1/tenants/{tenantID}/endpoints/{endpointID}/test:
+// it publishes a herald.test event, keeps the dispatcher from fanning it
+// out, and sends it to this endpoint only.
+func (s *Server) sendTestEvent(w http.ResponseWriter, r *http.Request) error {
+	endpointID, err := s.endpointID(r)
+	if err != nil {
+		return err
+	}
+	tenantID := chi.URLParam(r, "tenantID")
+	var m Message
+	err = pgx.BeginFunc(r.Context(), s.pool, func(tx pgx.Tx) error {
+		published, err := outbox.Publish(r.Context(), tx, outbox.Message{
+			Tenant:   tenantID,
+			Type:     TestEventType,
+			ObjectID: "endpoint_" + endpointID.String(),
+			Data:     map[string]any{"message": "This is a test event from Herald.", "endpoint_id": endpointID},
+		})
+		if err != nil {
+			return err
+		}
+		if err := replay.MarkDispatchedTx(r.Context(), tx, published.ID, time.Now()); err != nil {
+			return err
+		}
+		if _, err := replay.ResendTx(r.Context(), tx, s.jobs, published.ID, endpointID); err != nil {
+			return err
+		}
+		rows, err := tx.Query(r.Context(), selectMessage, tenantID, published.ID)
+		if err != nil {
+			return fmt.Errorf("read back test message: %w", err)
+		}
+		m, err = pgx.CollectExactlyOneRow(rows, scanMessage)
+		return err
+	})
+	if err != nil {
+		return err
+	}
+	return writeJSON(w, http.StatusAccepted, m)
+}

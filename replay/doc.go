@@ -1,0 +1,18 @@
+// Package replay sends messages again: Resend re-sends one message to one
+// endpoint at once, and Start launches a replay of everything an endpoint
+// was sent (or only what failed or was skipped) for messages published in a
+// time range.
+//
+// Both keep the message's webhook-id, so a receiver that already processed
+// a message dedupes it. Both queue ordinary delivery jobs (package
+// delivery) in the caller's transaction; the attempts they make are
+// recorded with the trigger "manual" or "replay". A delivery that is
+// already pending is never queued a second time: Resend refuses it with
+// ErrPending and a replay counts it without queueing it.
+//
+// A replay is a row in herald.replays walked by a River job (Args, run by
+// Worker in the dispatcher) in batches, each batch one transaction that
+// queues its deliveries and advances the replay's cursor. A replay therefore
+// survives restarts of the api and the dispatcher: River runs the job again
+// and it resumes after the last committed batch.
+package replay

@@ -1,0 +1,90 @@
+package replay
+
+// The SQL of resend and replay.
+const (
+	selectResendTarget = `
+SELECT e.tenant_id, e.enabled
+FROM herald.messages m JOIN herald.endpoints e ON e.tenant_id = m.tenant_id
+WHERE m.id = $1 AND e.id = $2`
+
+	lockDelivery = `
+SELECT status FROM herald.deliveries WHERE message_id = $1 AND endpoint_id = $2 FOR UPDATE`
+
+	// requeueDelivery creates the (message, endpoint) delivery or sets an
+	// existing one that is not pending back to pending with a fresh retry
+	// window. No row comes back for a delivery that is already pending.
+	requeueDelivery = `
+INSERT INTO herald.deliveries (id, message_id, endpoint_id, tenant_id, status)
+VALUES ($1, $2, $3, $4, 'pending')
+ON CONFLICT (message_id, endpoint_id) DO UPDATE
+SET status = 'pending', first_attempt_at = NULL, next_attempt_at = NULL, completed_at = NULL, updated_at = now()
+WHERE herald.deliveries.status <> 'pending'
+RETURNING id`
+
+	markDispatched = `UPDATE herald.messages SET dispatched_at = $2 WHERE id = $1 AND dispatched_at IS NULL`
+
+	selectEndpoint = `SELECT tenant_id, enabled FROM herald.endpoints WHERE id = $1`
+
+	// matchingDeliveries is the replay's selection; $1 endpoint, $2 since,
+	// $3 until, $4 only failed.
+	matchingDeliveries = `
+FROM herald.deliveries d JOIN herald.messages m ON m.id = d.message_id
+WHERE d.endpoint_id = $1 AND m.created_at >= $2 AND m.created_at < $3
+  AND (NOT $4 OR d.status IN ('failed', 'cancelled', 'skipped'))`
+
+	insertReplay = `
+INSERT INTO herald.replays (id, tenant_id, endpoint_id, since_at, until_at, only_failed, total)
+VALUES ($1, $2, $3, $4, $5, $6, (
+  SELECT count(*) FROM herald.deliveries d JOIN herald.messages m ON m.id = d.message_id
+  WHERE d.endpoint_id = $3 AND m.created_at >= $4 AND m.created_at < $5
+    AND (NOT $6 OR d.status IN ('failed', 'cancelled', 'skipped'))))
+RETURNING ` + replayColumns
+
+	replayColumns = `id, tenant_id, endpoint_id, since_at, until_at, only_failed, status, total, enqueued,
+  (SELECT count(*) FROM herald.replay_deliveries rd JOIN herald.deliveries d ON d.id = rd.delivery_id
+   WHERE rd.replay_id = herald.replays.id AND d.status <> 'pending')::int,
+  created_at, completed_at`
+
+	selectReplay = `
+SELECT ` + replayColumns + ` FROM herald.replays
+WHERE tenant_id = $1 AND endpoint_id = $2 AND id = $3`
+
+	listReplays = `
+SELECT ` + replayColumns + ` FROM herald.replays
+WHERE tenant_id = $1 AND endpoint_id = $2
+  AND ($3::timestamptz IS NULL OR (created_at, id) < ($3, $4::uuid))
+ORDER BY created_at DESC, id DESC
+LIMIT $5`
+
+	lockReplay = `
+SELECT endpoint_id, since_at, until_at, only_failed, status, cursor_created_at, cursor_id
+FROM herald.replays WHERE id = $1 FOR UPDATE`
+
+	// nextBatch continues after the cursor ($5, $6) in (message time,
+	// delivery id) order.
+	nextBatch = `
+SELECT d.id, m.created_at ` + matchingDeliveries + `
+  AND ($5::timestamptz IS NULL OR (m.created_at, d.id) > ($5, $6::uuid))
+ORDER BY m.created_at, d.id
+LIMIT $7`
+
+	recordReplayDeliveries = `
+INSERT INTO herald.replay_deliveries (replay_id, delivery_id)
+SELECT $1, unnest($2::uuid[]) ON CONFLICT DO NOTHING`
+
+	requeueBatch = `
+UPDATE herald.deliveries
+SET status = 'pending', first_attempt_at = NULL, next_attempt_at = NULL, completed_at = NULL, updated_at = now()
+WHERE id = ANY($1) AND status <> 'pending'
+RETURNING id`
+
+	advanceReplay = `
+UPDATE herald.replays
+SET enqueued = enqueued + $2, cursor_created_at = $3, cursor_id = $4, updated_at = now()
+WHERE id = $1`
+
+	completeReplay = `
+UPDATE herald.replays
+SET status = 'completed', total = enqueued, completed_at = now(), updated_at = now()
+WHERE id = $1`
+)

@@ -1,0 +1,237 @@
+package replay_test
+
+import (
+	"context"
+	"testing"
+	"time"
+
+	"github.com/google/uuid"
+	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgxpool"
+	"github.com/riverqueue/river"
+	"github.com/riverqueue/river/riverdriver/riverpgxv5"
+	"github.com/stretchr/testify/require"
+
+	"github.com/heraldhq/herald/internal/pgtest"
+	"github.com/heraldhq/herald/migrations"
+	"github.com/heraldhq/herald/replay"
+)
+
+type testBundle struct {
+	ctx      context.Context
+	pool     *pgxpool.Pool
+	jobs     *river.Client[pgx.Tx]
+	endpoint uuid.UUID
+}
+
+func setup(t *testing.T) *testBundle {
+	t.Helper()
+	ctx := context.Background()
+	pool := pgtest.NewPool(t)
+	jobs, err := river.NewClient(riverpgxv5.New(pool), &river.Config{Schema: migrations.Schema})
+	require.NoError(t, err)
+	b := &testBundle{ctx: ctx, pool: pool, jobs: jobs, endpoint: uuid.Must(uuid.NewV7())}
+	b.exec(t, "INSERT INTO herald.tenants (id) VALUES ('acme'), ('globex')")
+	b.exec(t, "INSERT INTO herald.endpoints (id, tenant_id, url) VALUES ($1, 'acme', 'https://example.com/hook')", b.endpoint)
+	return b
+}
+
+func (b *testBundle) exec(t *testing.T, sql string, args ...any) {
+	t.Helper()
+	_, err := b.pool.Exec(b.ctx, sql, args...)
+	require.NoError(t, err)
+}
+
+// message inserts a message of tenant published at createdAt and, when
+// status is not empty, its delivery to the bundle's endpoint.
+func (b *testBundle) message(t *testing.T, tenant string, createdAt time.Time, status string) (message, delivery uuid.UUID) {
+	t.Helper()
+	message = uuid.Must(uuid.NewV7())
+	b.exec(t, `INSERT INTO herald.messages (id, tenant_id, event_type, object_id, object_version, body, created_at, dispatched_at)
+VALUES ($1, $2, 'invoice.paid', 'inv', 1, '{}', $3, $3)`, message, tenant, createdAt)
+	if status != "" {
+		delivery = uuid.Must(uuid.NewV7())
+		b.exec(t, `INSERT INTO herald.deliveries (id, message_id, endpoint_id, tenant_id, status, first_attempt_at, completed_at)
+VALUES ($1, $2, $3, $4, $5, $6, CASE WHEN $5 = 'pending' THEN NULL ELSE now() END)`, delivery, message, b.endpoint, tenant, status, createdAt)
+	}
+	return message, delivery
+}
+
+func (b *testBundle) status(t *testing.T, delivery uuid.UUID) string {
+	t.Helper()
+	var s string
+	require.NoError(t, b.pool.QueryRow(b.ctx, "SELECT status FROM herald.deliveries WHERE id = $1", delivery).Scan(&s))
+	return s
+}
+
+// queued returns the triggers of the delivery jobs queued for delivery.
+func (b *testBundle) queued(t *testing.T, delivery uuid.UUID) []string {
+	t.Helper()
+	rows, err := b.pool.Query(b.ctx, `SELECT args->>'trigger' FROM herald.river_job
+WHERE kind = 'herald.delivery' AND (args->>'delivery_id')::uuid = $1 ORDER BY id`, delivery)
+	require.NoError(t, err)
+	triggers, err := pgx.CollectRows(rows, pgx.RowTo[string])
+	require.NoError(t, err)
+	return triggers
+}
+
+func (b *testBundle) resend(t *testing.T, message, endpoint uuid.UUID) (replay.Resent, error) {
+	t.Helper()
+	var r replay.Resent
+	err := pgx.BeginFunc(b.ctx, b.pool, func(tx pgx.Tx) error {
+		var err error
+		r, err = replay.ResendTx(b.ctx, tx, b.jobs, message, endpoint)
+		return err
+	})
+	return r, err
+}
+
+func TestResendQueuesOneManualAttempt(t *testing.T) {
+	t.Parallel()
+	b := setup(t)
+	msg, d := b.message(t, "acme", time.Now(), "failed")
+
+	r, err := b.resend(t, msg, b.endpoint)
+	require.NoError(t, err)
+	require.Equal(t, replay.Resent{DeliveryID: d, PreviousStatus: "failed"}, r)
+	require.Equal(t, "pending", b.status(t, d))
+	require.Equal(t, []string{"manual"}, b.queued(t, d))
+	var first *time.Time
+	require.NoError(t, b.pool.QueryRow(b.ctx, "SELECT first_attempt_at FROM herald.deliveries WHERE id = $1", d).Scan(&first))
+	require.Nil(t, first, "a resend gets a fresh retry window")
+
+	_, err = b.resend(t, msg, b.endpoint)
+	require.ErrorIs(t, err, replay.ErrPending, "a pending delivery is not queued twice")
+	require.Len(t, b.queued(t, d), 1)
+
+	// A message never delivered to the endpoint gets its first delivery.
+	fresh, _ := b.message(t, "acme", time.Now(), "")
+	r, err = b.resend(t, fresh, b.endpoint)
+	require.NoError(t, err)
+	require.Empty(t, r.PreviousStatus)
+	require.Equal(t, []string{"manual"}, b.queued(t, r.DeliveryID))
+
+	other, _ := b.message(t, "globex", time.Now(), "")
+	_, err = b.resend(t, other, b.endpoint)
+	require.ErrorIs(t, err, replay.ErrNotFound, "a message of another tenant")
+
+	b.exec(t, "UPDATE herald.endpoints SET enabled = false")
+	done, _ := b.message(t, "acme", time.Now(), "succeeded")
+	_, err = b.resend(t, done, b.endpoint)
+	require.ErrorIs(t, err, replay.ErrEndpointDisabled)
+}
+
+func (b *testBundle) start(t *testing.T, p replay.Params) replay.Replay {
+	t.Helper()
+	var r replay.Replay
+	require.NoError(t, pgx.BeginFunc(b.ctx, b.pool, func(tx pgx.Tx) error {
+		var err error
+		r, err = replay.StartTx(b.ctx, tx, b.jobs, p)
+		return err
+	}))
+	return r
+}
+
+// run steps a replay to its end, with a new worker (as after a restart)
+// for every batch.
+func (b *testBundle) run(t *testing.T, id uuid.UUID, batch int) replay.Replay {
+	t.Helper()
+	for {
+		more, err := replay.NewWorker(b.pool, batch, nil).Step(b.ctx, b.jobs, id)
+		require.NoError(t, err)
+		if !more {
+			break
+		}
+	}
+	r, err := replay.Get(b.ctx, b.pool, "acme", b.endpoint, id)
+	require.NoError(t, err)
+	return r
+}
+
+func TestReplayQueuesEverythingInRangeOnce(t *testing.T) {
+	t.Parallel()
+	b := setup(t)
+	now := time.Now()
+	_, before := b.message(t, "acme", now.Add(-3*time.Hour), "failed")
+	var inRange []uuid.UUID
+	for _, status := range []string{"succeeded", "failed", "skipped", "cancelled", "succeeded"} {
+		_, d := b.message(t, "acme", now.Add(-30*time.Minute), status)
+		inRange = append(inRange, d)
+	}
+	_, pending := b.message(t, "acme", now.Add(-20*time.Minute), "pending")
+
+	r := b.start(t, replay.Params{EndpointID: b.endpoint, Since: now.Add(-time.Hour)})
+	require.Equal(t, "running", r.Status)
+	require.Equal(t, 6, r.Total)
+	require.Equal(t, 1, jobCount(t, b, replay.Kind))
+
+	r = b.run(t, r.ID, 2)
+	require.Equal(t, "completed", r.Status)
+	require.Equal(t, 6, r.Total)
+	require.Equal(t, 6, r.Enqueued)
+	require.Equal(t, 0, r.Done, "nothing has been sent yet")
+	for _, d := range inRange {
+		require.Equal(t, "pending", b.status(t, d))
+		require.Equal(t, []string{"replay"}, b.queued(t, d))
+	}
+	require.Empty(t, b.queued(t, pending), "an already pending delivery is not queued again")
+	require.Empty(t, b.queued(t, before), "before since is out of range")
+	require.Equal(t, "failed", b.status(t, before))
+
+	// Replaying again while those are pending queues nothing more.
+	again := b.run(t, b.start(t, replay.Params{EndpointID: b.endpoint, Since: now.Add(-time.Hour)}).ID, 10)
+	require.Equal(t, 6, again.Enqueued)
+	for _, d := range inRange {
+		require.Len(t, b.queued(t, d), 1)
+	}
+
+	b.exec(t, "UPDATE herald.deliveries SET status = 'succeeded' WHERE id = ANY($1)", inRange[:3])
+	r, err := replay.Get(b.ctx, b.pool, "acme", b.endpoint, r.ID)
+	require.NoError(t, err)
+	require.Equal(t, 3, r.Done)
+
+	_, err = replay.Get(b.ctx, b.pool, "globex", b.endpoint, r.ID)
+	require.ErrorIs(t, err, replay.ErrReplayNotFound)
+}
+
+func TestReplayOnlyFailedAndUntil(t *testing.T) {
+	t.Parallel()
+	b := setup(t)
+	now := time.Now()
+	_, ok := b.message(t, "acme", now.Add(-50*time.Minute), "succeeded")
+	_, failed := b.message(t, "acme", now.Add(-40*time.Minute), "failed")
+	_, skipped := b.message(t, "acme", now.Add(-30*time.Minute), "skipped")
+	_, late := b.message(t, "acme", now.Add(-5*time.Minute), "failed")
+
+	r := b.start(t, replay.Params{EndpointID: b.endpoint, Since: now.Add(-time.Hour), Until: now.Add(-10 * time.Minute), OnlyFailed: true})
+	require.Equal(t, 2, r.Total)
+	r = b.run(t, r.ID, 100)
+	require.Equal(t, 2, r.Enqueued)
+	require.Equal(t, "succeeded", b.status(t, ok))
+	require.Equal(t, "pending", b.status(t, failed))
+	require.Equal(t, "pending", b.status(t, skipped))
+	require.Equal(t, "failed", b.status(t, late))
+}
+
+func TestReplayRefusesDisabledEndpointsAndEmptyRanges(t *testing.T) {
+	t.Parallel()
+	b := setup(t)
+	err := pgx.BeginFunc(b.ctx, b.pool, func(tx pgx.Tx) error {
+		_, err := replay.StartTx(b.ctx, tx, b.jobs, replay.Params{EndpointID: b.endpoint, Since: time.Now().Add(time.Hour)})
+		return err
+	})
+	require.ErrorIs(t, err, replay.ErrInvalidRange)
+	b.exec(t, "UPDATE herald.endpoints SET enabled = false")
+	err = pgx.BeginFunc(b.ctx, b.pool, func(tx pgx.Tx) error {
+		_, err := replay.StartTx(b.ctx, tx, b.jobs, replay.Params{EndpointID: b.endpoint, Since: time.Now().Add(-time.Hour)})
+		return err
+	})
+	require.ErrorIs(t, err, replay.ErrEndpointDisabled)
+}
+
+func jobCount(t *testing.T, b *testBundle, kind string) int {
+	t.Helper()
+	var n int
+	require.NoError(t, b.pool.QueryRow(b.ctx, "SELECT count(*) FROM herald.river_job WHERE kind = $1", kind).Scan(&n))
+	return n
+}

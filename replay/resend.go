@@ -1,0 +1,105 @@
+package replay
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"time"
+
+	"github.com/google/uuid"
+	"github.com/jackc/pgx/v5"
+	"github.com/riverqueue/river"
+	"github.com/riverqueue/river/rivertype"
+
+	"github.com/heraldhq/herald/delivery"
+)
+
+// Inserter queues River jobs in a transaction; *river.Client[pgx.Tx] is one.
+type Inserter interface {
+	InsertTx(ctx context.Context, tx pgx.Tx, args river.JobArgs, opts *river.InsertOpts) (*rivertype.JobInsertResult, error)
+	InsertManyTx(ctx context.Context, tx pgx.Tx, params []river.InsertManyParams) ([]*rivertype.JobInsertResult, error)
+}
+
+// ErrPending means the delivery is already queued or waiting for a retry;
+// sending it again would send it twice.
+var ErrPending = errors.New("the delivery is already pending")
+
+// ErrEndpointDisabled means the endpoint does not receive deliveries until
+// it is enabled again.
+var ErrEndpointDisabled = errors.New("the endpoint is disabled")
+
+// ErrNotFound means the message or the endpoint does not exist, or they
+// belong to different tenants.
+var ErrNotFound = errors.New("message or endpoint not found")
+
+// Resent describes the delivery a resend queued.
+type Resent struct {
+	DeliveryID uuid.UUID
+	// PreviousStatus is the delivery's status before the resend; empty when
+	// the message had never been delivered to the endpoint.
+	PreviousStatus string
+}
+
+// ResendTx queues one new attempt of message to endpoint in tx, recorded
+// with the trigger "manual" and the message's webhook-id. A message that
+// was never delivered to the endpoint (it did not subscribe, or did not
+// exist yet) gets its first delivery. The delivery gets a full retry
+// window again should the attempt fail.
+//
+// It returns ErrNotFound when either does not exist or they belong to
+// different tenants, ErrEndpointDisabled for a disabled endpoint and
+// ErrPending for a delivery already pending.
+func ResendTx(ctx context.Context, tx pgx.Tx, jobs Inserter, messageID, endpointID uuid.UUID) (Resent, error) {
+	fail := func(err error) (Resent, error) {
+		return Resent{}, fmt.Errorf("resend message %s to endpoint %s: %w", messageID, endpointID, err)
+	}
+	var (
+		tenantID string
+		enabled  bool
+	)
+	err := tx.QueryRow(ctx, selectResendTarget, messageID, endpointID).Scan(&tenantID, &enabled)
+	if errors.Is(err, pgx.ErrNoRows) {
+		return fail(ErrNotFound)
+	}
+	if err != nil {
+		return fail(err)
+	}
+	if !enabled {
+		return fail(ErrEndpointDisabled)
+	}
+	newID, err := uuid.NewV7()
+	if err != nil {
+		return fail(err)
+	}
+	var r Resent
+	err = tx.QueryRow(ctx, lockDelivery, messageID, endpointID).Scan(&r.PreviousStatus)
+	if err != nil && !errors.Is(err, pgx.ErrNoRows) {
+		return fail(err)
+	}
+	if r.PreviousStatus == "pending" {
+		return fail(ErrPending)
+	}
+	if err := tx.QueryRow(ctx, requeueDelivery, newID, messageID, endpointID, tenantID).Scan(&r.DeliveryID); err != nil {
+		// A concurrent first resend of a never-delivered message that
+		// committed meanwhile leaves the delivery pending: no row.
+		if errors.Is(err, pgx.ErrNoRows) {
+			return fail(ErrPending)
+		}
+		return fail(err)
+	}
+	args := delivery.Args{DeliveryID: r.DeliveryID, EndpointID: endpointID, Trigger: delivery.TriggerManual}
+	if _, err := jobs.InsertTx(ctx, tx, args, nil); err != nil {
+		return fail(fmt.Errorf("queue delivery job: %w", err))
+	}
+	return r, nil
+}
+
+// MarkDispatchedTx marks a message as already fanned out, so the dispatcher
+// leaves it alone; a message meant for one endpoint only (a test event) is
+// published, marked and then resent to that endpoint in one transaction.
+func MarkDispatchedTx(ctx context.Context, tx pgx.Tx, messageID uuid.UUID, at time.Time) error {
+	if _, err := tx.Exec(ctx, markDispatched, messageID, at); err != nil {
+		return fmt.Errorf("mark message %s dispatched: %w", messageID, err)
+	}
+	return nil
+}

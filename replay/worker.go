@@ -1,0 +1,175 @@
+package replay
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"time"
+
+	"github.com/google/uuid"
+	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgconn"
+	"github.com/riverqueue/river"
+
+	"github.com/heraldhq/herald/delivery"
+)
+
+// Kind is the River job kind of Args.
+const Kind = "herald.replay"
+
+// DefaultBatchSize is how many deliveries one replay transaction handles.
+const DefaultBatchSize = 500
+
+// Args is the River job that walks one replay.
+type Args struct {
+	ReplayID uuid.UUID `json:"replay_id"`
+}
+
+// Kind returns Kind.
+func (Args) Kind() string { return Kind }
+
+// InsertOpts runs replays on the delivery queue, so every dispatcher that
+// registers Worker works them, and makes one job per replay.
+func (Args) InsertOpts() river.InsertOpts {
+	return river.InsertOpts{Queue: delivery.Queue, MaxAttempts: 25, UniqueOpts: river.UniqueOpts{ByArgs: true}}
+}
+
+// DB is what the replay functions need from a pool or a transaction.
+type DB interface {
+	Exec(ctx context.Context, sql string, args ...any) (pgconn.CommandTag, error)
+	Query(ctx context.Context, sql string, args ...any) (pgx.Rows, error)
+	QueryRow(ctx context.Context, sql string, args ...any) pgx.Row
+	Begin(ctx context.Context) (pgx.Tx, error)
+}
+
+// Worker walks replays. Register it with the dispatcher's River client.
+type Worker struct {
+	river.WorkerDefaults[Args]
+	db        DB
+	batchSize int
+	logger    *slog.Logger
+}
+
+// NewWorker returns a Worker on db. batchSize is how many deliveries a
+// transaction handles; zero means DefaultBatchSize. A nil logger means
+// slog.Default().
+func NewWorker(db DB, batchSize int, logger *slog.Logger) *Worker {
+	if batchSize <= 0 {
+		batchSize = DefaultBatchSize
+	}
+	if logger == nil {
+		logger = slog.Default()
+	}
+	return &Worker{db: db, batchSize: batchSize, logger: logger}
+}
+
+// Work queues the replay's deliveries batch by batch until none is left.
+// Each batch commits on its own, so a job that stops halfway (its process
+// died, say) resumes after the last committed batch when River runs it
+// again.
+func (w *Worker) Work(ctx context.Context, job *river.Job[Args]) error {
+	jobs, err := river.ClientFromContextSafely[pgx.Tx](ctx)
+	if err != nil {
+		return fmt.Errorf("replay %s: %w", job.Args.ReplayID, err)
+	}
+	for {
+		more, err := w.step(ctx, jobs, job.Args.ReplayID)
+		if err != nil {
+			return fmt.Errorf("replay %s: %w", job.Args.ReplayID, err)
+		}
+		if !more {
+			return nil
+		}
+	}
+}
+
+// Step handles the next batch of a replay with jobs queueing deliveries,
+// and reports whether more remain. Work calls it in a loop; tests call it
+// to stop between batches.
+func (w *Worker) Step(ctx context.Context, jobs Inserter, replayID uuid.UUID) (more bool, err error) {
+	return w.step(ctx, jobs, replayID)
+}
+
+func (w *Worker) step(ctx context.Context, jobs Inserter, replayID uuid.UUID) (bool, error) {
+	tx, err := w.db.Begin(ctx)
+	if err != nil {
+		return false, err
+	}
+	defer func() { _ = tx.Rollback(context.WithoutCancel(ctx)) }()
+
+	var (
+		endpointID   uuid.UUID
+		since, until time.Time
+		onlyFailed   bool
+		status       string
+		cursorAt     *time.Time
+		cursorID     *uuid.UUID
+	)
+	err = tx.QueryRow(ctx, lockReplay, replayID).Scan(&endpointID, &since, &until, &onlyFailed, &status, &cursorAt, &cursorID)
+	if errors.Is(err, pgx.ErrNoRows) {
+		return false, nil // deleted with its endpoint
+	}
+	if err != nil {
+		return false, err
+	}
+	if status != StatusRunning {
+		return false, nil
+	}
+
+	rows, err := tx.Query(ctx, nextBatch, endpointID, since, until, onlyFailed, cursorAt, cursorID, w.batchSize)
+	if err != nil {
+		return false, err
+	}
+	type item struct {
+		id        uuid.UUID
+		createdAt time.Time
+	}
+	var batch []item
+	var it item
+	if _, err := pgx.ForEachRow(rows, []any{&it.id, &it.createdAt}, func() error {
+		batch = append(batch, it)
+		return nil
+	}); err != nil {
+		return false, err
+	}
+	if len(batch) == 0 {
+		if _, err := tx.Exec(ctx, completeReplay, replayID); err != nil {
+			return false, err
+		}
+		w.logger.InfoContext(ctx, "replay completed", "replay_id", replayID, "endpoint_id", endpointID)
+		return false, tx.Commit(ctx)
+	}
+
+	ids := make([]uuid.UUID, len(batch))
+	for i, b := range batch {
+		ids[i] = b.id
+	}
+	if _, err := tx.Exec(ctx, recordReplayDeliveries, replayID, ids); err != nil {
+		return false, err
+	}
+	// Only deliveries that are not pending are queued; a pending one is
+	// already on its way and is counted without a second job.
+	requeued, err := tx.Query(ctx, requeueBatch, ids)
+	if err != nil {
+		return false, err
+	}
+	queued, err := pgx.CollectRows(requeued, pgx.RowTo[uuid.UUID])
+	if err != nil {
+		return false, err
+	}
+	if len(queued) > 0 {
+		params := make([]river.InsertManyParams, len(queued))
+		for i, id := range queued {
+			params[i] = river.InsertManyParams{Args: delivery.Args{DeliveryID: id, EndpointID: endpointID, Trigger: delivery.TriggerReplay}}
+		}
+		if _, err := jobs.InsertManyTx(ctx, tx, params); err != nil {
+			return false, fmt.Errorf("queue %d delivery jobs: %w", len(params), err)
+		}
+	}
+	last := batch[len(batch)-1]
+	if _, err := tx.Exec(ctx, advanceReplay, replayID, len(batch), last.createdAt, last.id); err != nil {
+		return false, err
+	}
+	return true, tx.Commit(ctx)
+}
