@@ -33,13 +33,13 @@ type Params struct {
 
 // Replay is a replay and its progress.
 type Replay struct {
-	ID         uuid.UUID  `json:"id"`
-	TenantID   string     `json:"tenant_id"`
-	EndpointID uuid.UUID  `json:"endpoint_id"`
-	Since      time.Time  `json:"since"`
-	Until      time.Time  `json:"until"`
-	OnlyFailed bool       `json:"only_failed"`
-	Status     string     `json:"status"`
+	ID         uuid.UUID `json:"id"`
+	TenantID   string    `json:"tenant_id"`
+	EndpointID uuid.UUID `json:"endpoint_id"`
+	Since      time.Time `json:"since"`
+	Until      time.Time `json:"until"`
+	OnlyFailed bool      `json:"only_failed"`
+	Status     string    `json:"status"`
 	// Total is how many deliveries the replay covers; counted when it
 	// starts and made exact when it completes.
 	Total int `json:"total"`
