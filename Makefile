@@ -10,19 +10,9 @@ FUZZ_TARGETS ?= ./schedule/:FuzzParseRetryAfter ./signing/:FuzzParseSignatureHea
 
 .PHONY: run test check-fmt vet unit fuzz build
 
-## run: start the API and the dispatcher against local Postgres
-# A development HERALD_SECRET_KEY is generated once into tmp/ (git-ignored) and
-# reused, so endpoint secrets stay readable across runs.
-DEV_SECRET_KEY_FILE ?= tmp/dev-secret-key
-
+## run: start Postgres if needed, the API, the dispatcher and a demo (see scripts/run.sh)
 run: build
-	@mkdir -p $(dir $(DEV_SECRET_KEY_FILE)); \
-	if [ -z "$$HERALD_SECRET_KEY" ] && [ ! -s $(DEV_SECRET_KEY_FILE) ]; then \
-		head -c 32 /dev/urandom | base64 > $(DEV_SECRET_KEY_FILE); \
-		echo "make run: generated a development HERALD_SECRET_KEY in $(DEV_SECRET_KEY_FILE) (not for production)"; \
-	fi; \
-	export HERALD_SECRET_KEY="$${HERALD_SECRET_KEY:-$$(cat $(DEV_SECRET_KEY_FILE))}"; \
-	./bin/dispatcher & ./bin/api; wait
+	./scripts/run.sh
 
 build:
 	$(GO) build -o bin/ ./cmd/...

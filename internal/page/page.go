@@ -17,7 +17,7 @@ import (
 const DefaultLimit = 50
 
 // MaxLimit is the largest page a client may ask for.
-const MaxLimit = 250
+const MaxLimit = 200
 
 // Cursor names the last row of a page: its creation time and its id.
 type Cursor struct {
