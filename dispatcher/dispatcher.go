@@ -26,6 +26,7 @@ import (
 
 	"github.com/heraldhq/herald/delivery"
 	"github.com/heraldhq/herald/migrations"
+	"github.com/heraldhq/herald/replay"
 )
 
 // Defaults of Config.
@@ -127,6 +128,11 @@ func New(cfg Config) (*Dispatcher, error) {
 
 	workers := river.NewWorkers()
 	if err := river.AddWorkerSafely(workers, worker); err != nil {
+		return nil, fmt.Errorf("dispatcher: %w", err)
+	}
+	// Replays (package replay) run on the delivery queue, so every
+	// dispatcher works them.
+	if err := river.AddWorkerSafely(workers, replay.NewWorker(cfg.Pool, 0, logger)); err != nil {
 		return nil, fmt.Errorf("dispatcher: %w", err)
 	}
 	client, err := river.NewClient(riverpgxv5.New(cfg.Pool), &river.Config{

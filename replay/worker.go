@@ -21,6 +21,11 @@ const Kind = "herald.replay"
 // DefaultBatchSize is how many deliveries one replay transaction handles.
 const DefaultBatchSize = 500
 
+// runBudget is how long one run of a replay job works before it hands its
+// worker slot back (snoozing for no time), well within the dispatcher's job
+// timeout and without delaying a graceful stop.
+const runBudget = 10 * time.Second
+
 // Args is the River job that walks one replay.
 type Args struct {
 	ReplayID uuid.UUID `json:"replay_id"`
@@ -67,12 +72,13 @@ func NewWorker(db DB, batchSize int, logger *slog.Logger) *Worker {
 // Work queues the replay's deliveries batch by batch until none is left.
 // Each batch commits on its own, so a job that stops halfway (its process
 // died, say) resumes after the last committed batch when River runs it
-// again.
+// again. A long replay continues in several runs of the job.
 func (w *Worker) Work(ctx context.Context, job *river.Job[Args]) error {
 	jobs, err := river.ClientFromContextSafely[pgx.Tx](ctx)
 	if err != nil {
 		return fmt.Errorf("replay %s: %w", job.Args.ReplayID, err)
 	}
+	deadline := time.Now().Add(runBudget)
 	for {
 		more, err := w.step(ctx, jobs, job.Args.ReplayID)
 		if err != nil {
@@ -80,6 +86,9 @@ func (w *Worker) Work(ctx context.Context, job *river.Job[Args]) error {
 		}
 		if !more {
 			return nil
+		}
+		if time.Now().After(deadline) || ctx.Err() != nil {
+			return river.JobSnooze(0)
 		}
 	}
 }

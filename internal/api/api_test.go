@@ -29,6 +29,8 @@ type testBundle struct {
 	operator string // an operator API key
 	acme     string // a key scoped to tenant acme
 	globex   string // a key scoped to tenant globex
+	// secretKey is the HERALD_SECRET_KEY endpoint secrets are sealed with.
+	secretKey string
 }
 
 func setup(t testing.TB) *testBundle {
@@ -37,7 +39,8 @@ func setup(t testing.TB) *testBundle {
 	pool := pgtest.NewPool(t)
 	_, err := pool.Exec(ctx, "INSERT INTO herald.tenants (id, name) VALUES ('acme', 'Acme'), ('globex', 'Globex')")
 	require.NoError(t, err)
-	box, err := secretbox.Parse(secretbox.Generate())
+	secretKey := secretbox.Generate()
+	box, err := secretbox.Parse(secretKey)
 	require.NoError(t, err)
 	st, err := store.New(pool, store.Config{Box: box})
 	require.NoError(t, err)
@@ -45,7 +48,7 @@ func setup(t testing.TB) *testBundle {
 	require.NoError(t, err)
 	server := httptest.NewServer(s.Handler())
 	t.Cleanup(server.Close)
-	b := &testBundle{ctx: ctx, pool: pool, handler: s.Handler(), server: server}
+	b := &testBundle{ctx: ctx, pool: pool, handler: s.Handler(), server: server, secretKey: secretKey}
 	_, b.operator, err = auth.CreateAPIKey(ctx, pool, "", "test operator")
 	require.NoError(t, err)
 	_, b.acme, err = auth.CreateAPIKey(ctx, pool, "acme", "acme")
