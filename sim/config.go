@@ -37,6 +37,9 @@ type Config struct {
 	// MaxInFlight caps how many deliveries the sender has in flight at
 	// once. Zero means no cap beyond the plan's own (see [RunHandlers]).
 	MaxInFlight int
+	// Connections is the size of each design's connection pool. Defaults
+	// to 4. Zero means the default.
+	Connections int
 
 	// CrashEvents is how many credit events the crash experiment sends.
 	CrashEvents int
@@ -79,8 +82,9 @@ func Article() Config {
 // Small is [Article] scaled down to run in seconds, for tests and quick
 // looks: 300 events over 50 accounts, 150 crash events with a crash chance
 // of 0.04 (so that a small run still crashes several times), 2,000 events
-// per retention row and 300 failing deliveries. The seed and the other
-// chances are the article's.
+// per retention row and 300 failing deliveries, and 2 connections per
+// design, so that tests running side by side leave a shared server's
+// connections to others. The seed and the other chances are the article's.
 func Small() Config {
 	c := Article()
 	c.Events = 300
@@ -89,7 +93,15 @@ func Small() Config {
 	c.Crash = 0.04
 	c.RetentionEvents = 2000
 	c.JitterDeliveries = 300
+	c.Connections = 2
 	return c
+}
+
+func (c Config) connections() int {
+	if c.Connections == 0 {
+		return defaultConnections
+	}
+	return c.Connections
 }
 
 // Validate reports the first setting that cannot run, saying what is
@@ -128,6 +140,9 @@ func (c Config) Validate() error {
 	}
 	if c.ShuffleWindow < 0 {
 		return fmt.Errorf("sim config: ShuffleWindow is %d; it must be zero or more positions", c.ShuffleWindow)
+	}
+	if c.Connections < 0 {
+		return fmt.Errorf("sim config: Connections is %d; use zero for the default (%d) or a positive number", c.Connections, defaultConnections)
 	}
 	if c.MaxInFlight < 0 {
 		return fmt.Errorf("sim config: MaxInFlight is %d; use zero for no cap or a positive number", c.MaxInFlight)

@@ -50,7 +50,7 @@ func RunCrash(ctx context.Context, cfg Config, newDB NewDatabase) ([]CrashRow, e
 		}
 	}()
 	for _, name := range []string{"crash_split", "crash_one_tx"} {
-		pool, err := openFresh(ctx, newDB, name, cfg.Accounts)
+		pool, err := openFresh(ctx, newDB, name, cfg)
 		if err != nil {
 			return nil, err
 		}

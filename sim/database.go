@@ -15,11 +15,11 @@ import (
 // databases: a test through internal/pgtest, cmd/whsim on its server.
 type NewDatabase func(ctx context.Context, name string) (url string, err error)
 
-// poolSize is the connections each design's database gets. The racing
+// defaultConnections is Config.Connections when it is zero. The racing
 // sender has up to about a dozen requests in flight per design; four
 // connections keep them racing inside Postgres while six designs side by
 // side stay well within a shared server's connection limit.
-const poolSize = 4
+const defaultConnections = 4
 
 // Migrate creates the receiver module's tables and the simulated
 // consumer's in the database pool points at. It is idempotent.
@@ -35,7 +35,7 @@ func Migrate(ctx context.Context, pool *pgxpool.Pool) error {
 
 // openFresh opens a pool on a new database, migrates it and creates the
 // accounts.
-func openFresh(ctx context.Context, newDB NewDatabase, name string, accounts int) (*pgxpool.Pool, error) {
+func openFresh(ctx context.Context, newDB NewDatabase, name string, c Config) (*pgxpool.Pool, error) {
 	url, err := newDB(ctx, name)
 	if err != nil {
 		return nil, fmt.Errorf("database %s: %w", name, err)
@@ -44,7 +44,7 @@ func openFresh(ctx context.Context, newDB NewDatabase, name string, accounts int
 	if err != nil {
 		return nil, fmt.Errorf("database %s: %w", name, err)
 	}
-	cfg.MaxConns = poolSize
+	cfg.MaxConns = int32(c.connections())
 	// Committed work stays visible to every session and a dropped
 	// connection still rolls back; only a server crash could lose a
 	// commit, and no experiment crashes the server. Not waiting for the
@@ -58,7 +58,7 @@ func openFresh(ctx context.Context, newDB NewDatabase, name string, accounts int
 		pool.Close()
 		return nil, fmt.Errorf("database %s: %w", name, err)
 	}
-	if _, err := pool.Exec(ctx, insertAccounts, accounts); err != nil {
+	if _, err := pool.Exec(ctx, insertAccounts, c.Accounts); err != nil {
 		pool.Close()
 		return nil, fmt.Errorf("database %s: create accounts: %w", name, err)
 	}

@@ -88,7 +88,7 @@ func RunHandlers(ctx context.Context, cfg Config, newDB NewDatabase) (HandlerTab
 		}
 	}()
 	for _, d := range all {
-		pool, err := openFresh(ctx, newDB, "handler_"+slug(d.name), cfg.Accounts)
+		pool, err := openFresh(ctx, newDB, "handler_"+slug(d.name), cfg)
 		if err != nil {
 			return HandlerTable{}, err
 		}

@@ -19,7 +19,8 @@ func TestHandlerRejectsBadRequests(t *testing.T) {
 	t.Parallel()
 	b := setup(t)
 	ctx := context.Background()
-	pool, err := openFresh(ctx, b.newDB, "bad_requests", 10)
+	b.cfg.Accounts = 10
+	pool, err := openFresh(ctx, b.newDB, "bad_requests", b.cfg)
 	require.NoError(t, err)
 	t.Cleanup(pool.Close)
 	secret, err := signing.GenerateHMACSecret()
