@@ -25,9 +25,8 @@ type CrashRow struct {
 
 // The two crash designs.
 const (
-	crashSplit  = "insert key, then side effect"
-	crashOneTx  = "insert key + side effect, one tx"
-	crashSource = "provider"
+	crashSplit = "insert key, then side effect"
+	crashOneTx = "insert key + side effect, one tx"
 )
 
 // RunCrash sends cfg.CrashEvents credit events to a receiver process that,
@@ -136,7 +135,7 @@ func deliverToProcess(ctx context.Context, proc *pgx.Conn, design string, d cras
 	if err != nil {
 		return false, fmt.Errorf("deliver %s: %w", d.id, err)
 	}
-	first, err := receiver.Claim(ctx, tx, crashSource, d.id)
+	first, err := receiver.Claim(ctx, tx, source, d.id)
 	if err != nil {
 		_ = tx.Rollback(ctx)
 		return false, err

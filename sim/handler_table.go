@@ -54,7 +54,7 @@ type HandlerTable struct {
 	Rows               []HandlerRow
 }
 
-// RunHandlers sends the generated events to each design in turn, every
+// RunHandlers sends the generated events to all designs side by side, every
 // design behind its own HTTP server on loopback with its own database
 // (from newDB), and counts what each did. The same plan and the same fault
 // draws reach every design; only the racing of concurrent requests differs.
