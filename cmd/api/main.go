@@ -51,7 +51,7 @@ func (s *settings) register(fs *flag.FlagSet) {
 	s.ssrf.Register(fs)
 	fs.StringVar(&s.addr, "addr", config.Env("HERALD_API_ADDR", ":8080"), "address to listen on (env HERALD_API_ADDR)")
 	fs.StringVar(&s.publicURL, "public-url", config.Env("HERALD_PUBLIC_URL", "http://localhost:8080"), "URL clients reach this API at, used in portal links (env HERALD_PUBLIC_URL)")
-	fs.StringVar(&s.bootstrapKey, "bootstrap-key", os.Getenv("HERALD_BOOTSTRAP_API_KEY"), "an operator API key (hk_…) to create on start if it does not exist; empty creates none (env HERALD_BOOTSTRAP_API_KEY)")
+	fs.StringVar(&s.bootstrapKey, "bootstrap-key", "", "an operator API key (hk_…) to create on start if it does not exist; empty means the env HERALD_BOOTSTRAP_API_KEY, and none when that is empty too")
 	fs.Int64Var(&s.maxBodyBytes, "max-body-bytes", int64(config.EnvInt("HERALD_MAX_BODY_BYTES", api.DefaultMaxBodyBytes)), "largest request body accepted (env HERALD_MAX_BODY_BYTES)")
 	fs.DurationVar(&s.shutdownTimeout, "shutdown-timeout", 15*time.Second, "how long in-flight requests may finish after SIGTERM")
 	fs.StringVar(&s.logFormat, "log-format", config.Env("HERALD_LOG_FORMAT", "text"), "log format: text or json (env HERALD_LOG_FORMAT)")
@@ -70,6 +70,10 @@ func run(args []string) error {
 			return nil
 		}
 		return err
+	}
+	if s.bootstrapKey == "" {
+		// Read here rather than as the flag's default, so --help never prints it.
+		s.bootstrapKey = os.Getenv("HERALD_BOOTSTRAP_API_KEY")
 	}
 	logger, err := newLogger(s.logFormat)
 	if err != nil {

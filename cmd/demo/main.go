@@ -39,8 +39,10 @@ func main() {
 
 type settings struct {
 	apiURL       string
+	publicURL    string
 	apiKey       string
 	receiverAddr string
+	receiverURL  string
 	tenant       string
 	events       int
 	readyWait    time.Duration
@@ -50,8 +52,10 @@ func run(ctx context.Context, args []string) error {
 	fs := flag.NewFlagSet("demo", flag.ContinueOnError)
 	var s settings
 	fs.StringVar(&s.apiURL, "api-url", config.Env("HERALD_PUBLIC_URL", "http://localhost:8080"), "the API's base URL (env HERALD_PUBLIC_URL)")
-	fs.StringVar(&s.apiKey, "api-key", os.Getenv("HERALD_BOOTSTRAP_API_KEY"), "an operator API key (env HERALD_BOOTSTRAP_API_KEY)")
+	fs.StringVar(&s.publicURL, "public-url", "", "the API's URL as a person's browser reaches it, for the printout; empty means --api-url")
+	fs.StringVar(&s.apiKey, "api-key", "", "an operator API key; empty means the env HERALD_BOOTSTRAP_API_KEY")
 	fs.StringVar(&s.receiverAddr, "receiver-addr", config.Env("HERALD_DEMO_RECEIVER_ADDR", "127.0.0.1:8090"), "where the demo receiver listens (env HERALD_DEMO_RECEIVER_ADDR)")
+	fs.StringVar(&s.receiverURL, "receiver-url", os.Getenv("HERALD_DEMO_RECEIVER_URL"), "the URL Herald delivers to, reaching --receiver-addr; empty means http://<receiver-addr>/webhooks (env HERALD_DEMO_RECEIVER_URL)")
 	fs.StringVar(&s.tenant, "tenant", "demo", "the demo tenant's id")
 	fs.IntVar(&s.events, "events", 3, "how many events to publish")
 	fs.DurationVar(&s.readyWait, "ready-wait", time.Minute, "how long to wait for the API to become ready")
@@ -61,6 +65,9 @@ func run(ctx context.Context, args []string) error {
 	}
 	if err := fs.Parse(args); err != nil {
 		return err
+	}
+	if s.apiKey == "" {
+		s.apiKey = os.Getenv("HERALD_BOOTSTRAP_API_KEY")
 	}
 	if s.apiKey == "" {
 		return errors.New("--api-key is empty; pass an operator API key (make run passes its development key)")
@@ -76,7 +83,13 @@ func run(ctx context.Context, args []string) error {
 	srv := &http.Server{Handler: rcv, ReadHeaderTimeout: 5 * time.Second}
 	go func() { _ = srv.Serve(ln) }()
 	defer srv.Close()
-	receiverURL := "http://" + ln.Addr().String() + "/webhooks"
+	receiverURL := s.receiverURL
+	if receiverURL == "" {
+		receiverURL = "http://" + ln.Addr().String() + "/webhooks"
+	}
+	if s.publicURL == "" {
+		s.publicURL = s.apiURL
+	}
 
 	if err := c.waitReady(ctx, s.readyWait); err != nil {
 		return err
@@ -107,7 +120,7 @@ Herald is running (development mode).
 
 Deliveries to the demo receiver are logged below. Stop with Ctrl-C.
 
-`, c.base, s.apiKey, link, s.tenant, seeded.endpointID, receiverURL)
+`, strings.TrimRight(s.publicURL, "/"), s.apiKey, link, s.tenant, seeded.endpointID, receiverURL)
 	<-ctx.Done()
 	return nil
 }
