@@ -18,6 +18,7 @@ import (
 	"github.com/heraldhq/herald/internal/auth"
 	"github.com/heraldhq/herald/internal/pgtest"
 	"github.com/heraldhq/herald/internal/secretbox"
+	"github.com/heraldhq/herald/internal/ssrf"
 	"github.com/heraldhq/herald/store"
 )
 
@@ -33,7 +34,9 @@ type testBundle struct {
 	secretKey string
 }
 
-func setup(t testing.TB) *testBundle {
+// setup starts the API on a fresh database. A guard, when given, is the
+// endpoint URL policy; by default any URL goes.
+func setup(t testing.TB, guard ...*ssrf.Guard) *testBundle {
 	t.Helper()
 	ctx := context.Background()
 	pool := pgtest.NewPool(t)
@@ -42,7 +45,11 @@ func setup(t testing.TB) *testBundle {
 	secretKey := secretbox.Generate()
 	box, err := secretbox.Parse(secretKey)
 	require.NoError(t, err)
-	st, err := store.New(pool, store.Config{Box: box})
+	cfg := store.Config{Box: box}
+	if len(guard) > 0 {
+		cfg.CheckURL = guard[0].CheckURL
+	}
+	st, err := store.New(pool, cfg)
 	require.NoError(t, err)
 	s, err := api.New(api.Config{Pool: pool, Store: st, Logger: slog.New(slog.DiscardHandler), PublicURL: "http://herald.test", MaxBodyBytes: 64 << 10})
 	require.NoError(t, err)

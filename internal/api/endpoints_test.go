@@ -6,6 +6,8 @@ import (
 	"testing"
 
 	"github.com/stretchr/testify/require"
+
+	"github.com/heraldhq/herald/internal/ssrf"
 )
 
 type endpointView struct {
@@ -105,4 +107,13 @@ func TestEndpointLifecycleOverHTTP(t *testing.T) {
 
 	require.Equal(t, http.StatusNoContent, b.do(t, b.acme, "DELETE", path, nil).Status)
 	b.do(t, b.acme, "GET", path, nil).Problem(t, http.StatusNotFound)
+}
+
+func TestEndpointURLPolicyIsExplained(t *testing.T) {
+	t.Parallel()
+	b := setup(t, ssrf.New())
+	p := b.do(t, b.acme, "POST", "/v1/tenants/acme/endpoints", map[string]any{"url": "http://127.0.0.1:9/hook"}).Problem(t, http.StatusUnprocessableEntity)
+	require.Equal(t, "url", p.Field)
+	require.Contains(t, p.Detail, "127.0.0.1")
+	require.Contains(t, p.Detail, "HERALD_ALLOW_CIDRS", "the problem says how to allow it")
 }

@@ -19,6 +19,9 @@ func (s *Server) domainProblem(err error) *Problem {
 	switch {
 	case errors.As(err, &oerr):
 		return publishProblem(oerr)
+	case errors.As(err, &verr) && verr.Err != nil:
+		// The URL policy's own error is already a whole sentence.
+		return invalid(verr.Field, verr.Problem)
 	case errors.As(err, &verr):
 		return invalid(verr.Field, verr.Field+" "+verr.Problem)
 	case errors.Is(err, store.ErrAlreadyExists):
