@@ -1,6 +1,7 @@
 package api
 
 import (
+	"bufio"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -39,6 +40,20 @@ func (s *Server) decode(w http.ResponseWriter, r *http.Request, dst any) error {
 		return badRequest("the body must hold exactly one JSON object; remove what follows it")
 	}
 	return nil
+}
+
+// decodeOptional is decode for routes whose body may be left out: an empty
+// body leaves dst as it is.
+func (s *Server) decodeOptional(w http.ResponseWriter, r *http.Request, dst any) error {
+	body := bufio.NewReader(r.Body)
+	if _, err := body.Peek(1); errors.Is(err, io.EOF) {
+		return nil
+	}
+	r.Body = struct {
+		io.Reader
+		io.Closer
+	}{body, r.Body}
+	return s.decode(w, r, dst)
 }
 
 func decodeProblem(err error, limit int64) *Problem {

@@ -188,10 +188,8 @@ func (s *Server) disableEndpoint(w http.ResponseWriter, r *http.Request) error {
 		return err
 	}
 	var req disableEndpointRequest
-	if r.ContentLength != 0 {
-		if err := s.decode(w, r, &req); err != nil {
-			return err
-		}
+	if err := s.decodeOptional(w, r, &req); err != nil {
+		return err
 	}
 	if req.Reason == "" {
 		req.Reason = defaultDisableReason
@@ -221,10 +219,8 @@ func (s *Server) rotateSecret(w http.ResponseWriter, r *http.Request) error {
 		return err
 	}
 	var req rotateSecretRequest
-	if r.ContentLength != 0 {
-		if err := s.decode(w, r, &req); err != nil {
-			return err
-		}
+	if err := s.decodeOptional(w, r, &req); err != nil {
+		return err
 	}
 	maxSeconds := int64(store.MaxRotationGrace / time.Second)
 	if req.GraceSeconds < 0 || req.GraceSeconds > maxSeconds {

@@ -49,7 +49,7 @@ func (s *Server) createTenantKey(w http.ResponseWriter, r *http.Request) error {
 
 func (s *Server) createKey(w http.ResponseWriter, r *http.Request, tenantID string) error {
 	var req createKeyRequest
-	if err := s.decode(w, r, &req); err != nil {
+	if err := s.decodeOptional(w, r, &req); err != nil {
 		return err
 	}
 	if p := checkText("name", req.Name, 200); p != nil {

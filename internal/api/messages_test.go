@@ -250,3 +250,33 @@ func TestPaginationIsStableUnderConcurrentInserts(t *testing.T) {
 		require.Equal(t, 1, n, "message %s seen once", id)
 	}
 }
+
+func TestExpiredIdempotencyRecordsArePruned(t *testing.T) {
+	t.Parallel()
+	b := setup(t)
+	_, err := b.pool.Exec(b.ctx, `INSERT INTO herald.idempotency_records (tenant_id, key, request_hash, status_code, response_body, created_at)
+VALUES ('acme', 'old', '\x00', 202, '{}', now() - interval '2 days')`)
+	require.NoError(t, err)
+	body := `{"event_type": "invoice.paid", "object_id": "inv_1", "data": {}}`
+	require.Equal(t, http.StatusAccepted, b.do(t, b.acme, "POST", "/v1/tenants/acme/messages", body, "Idempotency-Key", "new").Status)
+	var keys []string
+	rows, err := b.pool.Query(b.ctx, "SELECT key FROM herald.idempotency_records ORDER BY key")
+	require.NoError(t, err)
+	for rows.Next() {
+		var k string
+		require.NoError(t, rows.Scan(&k))
+		keys = append(keys, k)
+	}
+	require.NoError(t, rows.Err())
+	require.Equal(t, []string{"new"}, keys)
+}
+
+func TestOptionalBodiesMayBeLeftOut(t *testing.T) {
+	t.Parallel()
+	b := setup(t)
+	e := b.createEndpoint(t, b.acme, "acme", map[string]any{"url": "https://example.com/hook"})
+	for _, path := range []string{"/v1/tenants/acme/portal-links", "/v1/tenants/acme/api-keys", "/v1/tenants/acme/endpoints/" + e.ID + "/disable", "/v1/tenants/acme/endpoints/" + e.ID + "/secret/rotate"} {
+		resp := b.do(t, b.acme, "POST", path, nil)
+		require.Less(t, resp.Status, 300, "%s: %s", path, resp.Body)
+	}
+}

@@ -25,10 +25,8 @@ type portalLinkResponse struct {
 
 func (s *Server) createPortalLink(w http.ResponseWriter, r *http.Request) error {
 	var req createPortalLinkRequest
-	if r.ContentLength != 0 {
-		if err := s.decode(w, r, &req); err != nil {
-			return err
-		}
+	if err := s.decodeOptional(w, r, &req); err != nil {
+		return err
 	}
 	maxSeconds := int64(auth.MaxLinkTTL / time.Second)
 	if req.TTLSeconds < 0 || req.TTLSeconds > maxSeconds {

@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"net/http"
+	"time"
 
 	"github.com/go-chi/chi/v5"
 	"github.com/jackc/pgx/v5"
@@ -24,6 +25,16 @@ const IdempotentReplayedHeader = "Idempotent-Replayed"
 
 // maxIdempotencyKey is the longest key accepted, as in outbox.Message.
 const maxIdempotencyKey = 256
+
+// IdempotencyRetention is how long the first response to a keyed publish
+// is kept for repeats. After it a repeat still publishes nothing (the
+// outbox keeps every key) and gets the first message back, but a different
+// body is no longer told apart.
+const IdempotencyRetention = 24 * time.Hour
+
+// pruneEvery spaces the deletions of expired idempotency records made by
+// one replica.
+const pruneEvery = time.Minute
 
 type publishRequest struct {
 	EventType string          `json:"event_type"`
@@ -67,6 +78,7 @@ func (s *Server) publish(w http.ResponseWriter, r *http.Request) error {
 	defer func() { _ = tx.Rollback(r.Context()) }()
 
 	if key != "" {
+		s.pruneIdempotencyRecords(r)
 		// The first request with a key inserts its record; a concurrent
 		// repeat waits here for that transaction and then finds the record.
 		tag, err := tx.Exec(r.Context(), claimIdempotencyKey, tenantID, key, requestHash[:])
@@ -108,6 +120,19 @@ func (s *Server) publish(w http.ResponseWriter, r *http.Request) error {
 		return fmt.Errorf("publish: commit: %w", err)
 	}
 	return writeRaw(w, http.StatusAccepted, body)
+}
+
+// pruneIdempotencyRecords deletes expired records, at most once per
+// pruneEvery in this process. A failure only delays the pruning.
+func (s *Server) pruneIdempotencyRecords(r *http.Request) {
+	now := time.Now()
+	last := s.lastPrune.Load()
+	if now.UnixNano()-last < int64(pruneEvery) || !s.lastPrune.CompareAndSwap(last, now.UnixNano()) {
+		return
+	}
+	if _, err := s.pool.Exec(r.Context(), pruneIdempotencyRecords, IdempotencyRetention.Seconds()); err != nil {
+		s.logger.WarnContext(r.Context(), "prune idempotency records", "error", err)
+	}
 }
 
 func (s *Server) replayIdempotent(w http.ResponseWriter, r *http.Request, tx pgx.Tx, tenantID, key string, requestHash []byte) error {

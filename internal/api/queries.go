@@ -113,6 +113,9 @@ ON CONFLICT (tenant_id, key) DO NOTHING`
 UPDATE herald.idempotency_records SET status_code = $3, response_body = $4
 WHERE tenant_id = $1 AND key = $2`
 
+	pruneIdempotencyRecords = `
+DELETE FROM herald.idempotency_records WHERE created_at < now() - make_interval(secs => $1)`
+
 	selectIdempotencyRecord = `
 SELECT request_hash, status_code, response_body FROM herald.idempotency_records
 WHERE tenant_id = $1 AND key = $2`

@@ -13,6 +13,7 @@ import (
 	"net/http"
 	"strconv"
 	"strings"
+	"sync/atomic"
 
 	"github.com/go-chi/chi/v5"
 	"github.com/google/uuid"
@@ -58,6 +59,9 @@ type Server struct {
 	maxBodyBytes int64
 	jobs         replay.Inserter
 	router       chi.Router
+	// lastPrune is when this process last pruned idempotency records, in
+	// unix nanoseconds.
+	lastPrune atomic.Int64
 }
 
 // New builds a Server from cfg.
