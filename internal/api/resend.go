@@ -3,17 +3,12 @@ package api
 import (
 	"fmt"
 	"net/http"
-	"time"
 
 	"github.com/go-chi/chi/v5"
 	"github.com/jackc/pgx/v5"
 
-	"github.com/heraldhq/herald/outbox"
 	"github.com/heraldhq/herald/replay"
 )
-
-// TestEventType is the type of the event POST …/endpoints/{id}/test sends.
-const TestEventType = "herald.test"
 
 type resendResponse struct {
 	DeliveryID     string `json:"delivery_id"`
@@ -48,7 +43,8 @@ func (s *Server) resend(w http.ResponseWriter, r *http.Request) error {
 
 // sendTestEvent is POST /v1/tenants/{tenantID}/endpoints/{endpointID}/test:
 // it publishes a herald.test event, keeps the dispatcher from fanning it
-// out, and sends it to this endpoint only.
+// out, and sends it to this endpoint only (replay.SendTestEventTx, which the
+// portal calls too).
 func (s *Server) sendTestEvent(w http.ResponseWriter, r *http.Request) error {
 	endpointID, err := s.endpointID(r)
 	if err != nil {
@@ -57,22 +53,11 @@ func (s *Server) sendTestEvent(w http.ResponseWriter, r *http.Request) error {
 	tenantID := chi.URLParam(r, "tenantID")
 	var m Message
 	err = pgx.BeginFunc(r.Context(), s.pool, func(tx pgx.Tx) error {
-		published, err := outbox.Publish(r.Context(), tx, outbox.Message{
-			Tenant:   tenantID,
-			Type:     TestEventType,
-			ObjectID: "endpoint_" + endpointID.String(),
-			Data:     map[string]any{"message": "This is a test event from Herald.", "endpoint_id": endpointID},
-		})
+		id, err := replay.SendTestEventTx(r.Context(), tx, s.jobs, tenantID, endpointID)
 		if err != nil {
 			return err
 		}
-		if err := replay.MarkDispatchedTx(r.Context(), tx, published.ID, time.Now()); err != nil {
-			return err
-		}
-		if _, err := replay.ResendTx(r.Context(), tx, s.jobs, published.ID, endpointID); err != nil {
-			return err
-		}
-		rows, err := tx.Query(r.Context(), selectMessage, tenantID, published.ID)
+		rows, err := tx.Query(r.Context(), selectMessage, tenantID, id)
 		if err != nil {
 			return fmt.Errorf("read back test message: %w", err)
 		}
