@@ -7,6 +7,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"regexp"
+	"strconv"
 	"strings"
 	"sync"
 	"testing"
@@ -181,13 +182,24 @@ func (tb *tab) clickAndLoad(what, selector string) {
 	require.NoError(tb.t, err, what)
 }
 
-// waitFor waits until the page's text matches, reloading it in between as a
+// textNow returns the visible text of the first element matching a CSS
+// selector, or "" when there is none yet, without waiting.
+func (tb *tab) textNow(selector string) string {
+	tb.t.Helper()
+	ctx, cancel := context.WithTimeout(tb.ctx, stepTimeout)
+	defer cancel()
+	s, err := chromedp.Run(ctx, chromedp.Evaluate[string](`((el) => el ? el.innerText : "")(document.querySelector(`+strconv.Quote(selector)+`))`))
+	require.NoError(tb.t, err, "read text of %s", selector)
+	return s
+}
+
+// reloadUntil waits until the page's text matches, reloading it in between as a
 // person would while background work (a delivery, a retry) happens.
 func (tb *tab) reloadUntil(what, selector, want string) {
 	tb.t.Helper()
 	deadline := time.Now().Add(stepTimeout)
 	for {
-		got := tb.text(selector)
+		got := tb.textNow(selector)
 		if strings.Contains(got, want) {
 			return
 		}

@@ -151,6 +151,9 @@ func (p *Portal) showEndpoint(w http.ResponseWriter, r *http.Request, s *session
 	if data.Recent, err = pgx.CollectRows(rows, scanDelivery); err != nil {
 		return fmt.Errorf("recent deliveries of %s: %w", e.ID, err)
 	}
+	if data.Replays, err = p.endpointReplays(r, s, e); err != nil {
+		return err
+	}
 	pg := s.page(e.URL, "endpoints", data)
 	pg.Flash = notice
 	p.render(w, r, http.StatusOK, "endpoint", pg)

@@ -19,13 +19,18 @@ package portal
 
 import (
 	"errors"
+	"fmt"
 	"log/slog"
 	"net/http"
 	"time"
 
 	"github.com/go-chi/chi/v5"
 	"github.com/jackc/pgx/v5/pgxpool"
+	"github.com/riverqueue/river"
+	"github.com/riverqueue/river/riverdriver/riverpgxv5"
 
+	"github.com/heraldhq/herald/migrations"
+	"github.com/heraldhq/herald/replay"
 	"github.com/heraldhq/herald/store"
 )
 
@@ -56,6 +61,7 @@ type Portal struct {
 	cfg    Config
 	pool   *pgxpool.Pool
 	store  *store.Store
+	jobs   replay.Inserter
 	logger *slog.Logger
 	pages  *pages
 	assets *assets
@@ -81,7 +87,13 @@ func New(cfg Config) (*Portal, error) {
 	if err != nil {
 		return nil, err
 	}
-	p := &Portal{cfg: cfg, pool: cfg.Pool, store: cfg.Store, logger: cfg.Logger, pages: pg, assets: as}
+	// An insert-only River client: resends, test events and replays queue
+	// their jobs in the portal's transactions; dispatchers work them.
+	jobs, err := river.NewClient(riverpgxv5.New(cfg.Pool), &river.Config{Schema: migrations.Schema, Logger: cfg.Logger})
+	if err != nil {
+		return nil, fmt.Errorf("portal: River client: %w", err)
+	}
+	p := &Portal{cfg: cfg, pool: cfg.Pool, store: cfg.Store, jobs: jobs, logger: cfg.Logger, pages: pg, assets: as}
 	p.router = p.routes()
 	return p, nil
 }
@@ -121,10 +133,15 @@ func (p *Portal) routes() chi.Router {
 		r.Post("/endpoints/{id}/delete", p.handle(p.deleteEndpoint))
 		r.Post("/endpoints/{id}/secret", p.handle(p.revealSecret))
 		r.Post("/endpoints/{id}/secret/rotate", p.handle(p.rotateSecret))
+		r.Post("/endpoints/{id}/test", p.handle(p.sendTestEvent))
+		r.Post("/endpoints/{id}/replays", p.handle(p.startReplay))
+		r.Get("/endpoints/{id}/replays/{replayID}", p.handle(p.replayDetail))
+		r.Get("/endpoints/{id}/replays/{replayID}/progress", p.handle(p.replayProgress))
 
 		r.Get("/messages", p.handle(p.messageLog))
 		r.Get("/messages/{id}", p.handle(p.messageDetail))
 		r.Get("/attempts/{id}", p.handle(p.attemptDetail))
+		r.Post("/deliveries/{id}/resend", p.handle(p.resend))
 	})
 	return r
 }

@@ -84,6 +84,8 @@ SELECT name FROM (
 ) t
 ORDER BY name`
 
+	selectDeliveryTarget = `SELECT message_id, endpoint_id FROM herald.deliveries WHERE id = $1 AND tenant_id = $2`
+
 	selectEventTypeCatalogue = `SELECT name, description FROM herald.event_types ORDER BY name`
 
 	selectMessage = `

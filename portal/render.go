@@ -127,8 +127,9 @@ var flashes = map[string]string{
 	"disabled": "Endpoint disabled. Nothing is sent to it until you enable it again.",
 	"deleted":  "Endpoint deleted.",
 	"rotated":  "Secret rotated. The new secret is below; the old one stays valid for the grace period you chose.",
-	"tested":   "Test event sent. It appears in the deliveries below within a few seconds.",
+	"tested":   "Test event queued. It appears in the recent deliveries below within a few seconds.",
 	"resent":   "Resend queued. The new attempt appears below within a few seconds.",
+	"pending":  "This delivery is already queued; its next attempt is shown below. Nothing was sent twice.",
 }
 
 func flash(r *http.Request) string {

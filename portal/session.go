@@ -137,8 +137,11 @@ func (p *Portal) requireSession(next http.Handler) http.Handler {
 }
 
 // sameOrigin reports whether the request's Origin header, when present,
-// names this host. Browsers send Origin with every POST; its absence (older
-// clients) leaves the CSRF token as the check.
+// names this host. Browsers send Origin with every POST ("null" from
+// sandboxed or privacy-stripped contexts, which is refused); its absence
+// (older clients) leaves the CSRF token as the check. The portal's
+// Referrer-Policy is same-origin, not no-referrer, because with no-referrer
+// browsers send "null" for the portal's own forms.
 func sameOrigin(r *http.Request) bool {
 	origin := r.Header.Get("Origin")
 	if origin == "" {

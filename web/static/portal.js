@@ -50,7 +50,7 @@
         .then(function (r) { if (!r.ok) { throw new Error(r.status); } return r.json(); })
         .then(function (p) {
           bar.max = Math.max(p.total, 1);
-          bar.value = p.total === 0 ? 1 : p.done;
+          bar.value = p.total === 0 ? (p.completed ? 1 : 0) : p.done;
           bar.textContent = p.percent + "%";
           set("percent", p.percent);
           set("done", p.done);
