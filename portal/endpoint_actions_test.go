@@ -122,14 +122,21 @@ func TestAnotherTenantsEndpointCannotBeChanged(t *testing.T) {
 	asB := b.signIn(t, "tenant-b")
 	token := asB.csrf()
 	id := a.endpoint.String()
-	for _, path := range []string{"/" + id, "/" + id + "/enable", "/" + id + "/disable", "/" + id + "/delete", "/" + id + "/secret", "/" + id + "/secret/rotate"} {
-		resp := asB.post("/portal/endpoints"+path, url.Values{"csrf": {token}, "url": {"http://127.0.0.1/x"}, "grace": {"1h"}})
+	for _, path := range []string{
+		"/endpoints/" + id, "/endpoints/" + id + "/enable", "/endpoints/" + id + "/disable", "/endpoints/" + id + "/delete",
+		"/endpoints/" + id + "/secret", "/endpoints/" + id + "/secret/rotate", "/endpoints/" + id + "/test",
+		"/endpoints/" + id + "/replays", "/deliveries/" + a.delivery.String() + "/resend",
+	} {
+		resp := asB.post("/portal"+path, url.Values{"csrf": {token}, "url": {"http://127.0.0.1/x"}, "grace": {"1h"}, "since": {"1h"}})
 		require.Equal(t, http.StatusNotFound, resp.StatusCode, path)
 		require.NotContains(t, resp.body, "whsec_", path)
 	}
-	for _, path := range []string{"/" + id + "/edit", "/" + id + "/delete"} {
+	for _, path := range []string{"/" + id + "/edit", "/" + id + "/delete", "/" + id + "/replays/" + uuid.NewString(), "/" + id + "/replays/" + uuid.NewString() + "/progress"} {
 		require.Equal(t, http.StatusNotFound, asB.get("/portal/endpoints"+path).StatusCode, path)
 	}
+	var queued int
+	require.NoError(t, b.pool.QueryRow(context.Background(), `SELECT count(*) FROM herald.river_job`).Scan(&queued))
+	require.Zero(t, queued, "nothing was queued for tenant A")
 	e, err := b.store.GetEndpoint(context.Background(), a.endpoint)
 	require.NoError(t, err)
 	require.True(t, e.Enabled)
