@@ -2,6 +2,7 @@ package portal_test
 
 import (
 	"context"
+	"html"
 	"io"
 	"net/http"
 	"net/http/cookiejar"
@@ -359,4 +360,31 @@ func TestEveryResponseCarriesAStrictCSP(t *testing.T) {
 	require.Equal(t, http.StatusOK, js.StatusCode)
 	require.Contains(t, js.Header.Get("Content-Type"), "javascript")
 	require.Equal(t, http.StatusNotFound, br.get("/portal/static/missing.js").StatusCode)
+}
+
+func TestDeliveryLogPagesNewestFirst(t *testing.T) {
+	t.Parallel()
+	b := setup(t)
+	b.fixture(t, "acme")
+	_, err := b.pool.Exec(context.Background(), `
+INSERT INTO herald.messages (id, tenant_id, event_type, object_id, object_version, body, created_at)
+SELECT gen_random_uuid(), 'acme', 'order.created', 'ord_' || n, 1, '{}', now() - make_interval(secs => n)
+FROM generate_series(1, 30) n`)
+	require.NoError(t, err)
+	br := b.signIn(t, "acme")
+
+	first := br.get("/portal/messages?event_type=order.created")
+	require.Equal(t, http.StatusOK, first.StatusCode)
+	require.Equal(t, 25, strings.Count(first.body, "order.created</code>"))
+	require.Contains(t, first.body, "ord_1 v1", "newest first")
+	require.NotContains(t, first.body, "ord_26 v1")
+	m := regexp.MustCompile(`href="([^"]+)" rel="next"`).FindStringSubmatch(first.body)
+	require.NotNil(t, m, "an Older link")
+
+	second := br.get(html.UnescapeString(m[1]))
+	require.Equal(t, http.StatusOK, second.StatusCode)
+	require.Equal(t, 5, strings.Count(second.body, "order.created</code>"))
+	require.Contains(t, second.body, "ord_30 v1")
+	require.NotContains(t, second.body, `rel="next"`, "the last page")
+	require.Contains(t, second.body, "← Newest")
 }
