@@ -1,0 +1,163 @@
+// Command bench measures Herald end to end on this machine: throughput,
+// commit-to-arrival latency, isolation from hanging endpoints, and the
+// queue's own limit, in one run. See docs/benchmarks.md.
+package main
+
+import (
+	"context"
+	"errors"
+	"flag"
+	"fmt"
+	"os"
+	"os/signal"
+	"path/filepath"
+	"strings"
+	"syscall"
+
+	"github.com/heraldhq/herald/internal/bench"
+	"github.com/heraldhq/herald/internal/config"
+)
+
+func main() {
+	if err := run(os.Args[1:]); err != nil {
+		fmt.Fprintln(os.Stderr, "bench:", err)
+		os.Exit(1)
+	}
+}
+
+// Where the dispatcher runs.
+const (
+	modeProcess   = "process"
+	modeInProcess = "in-process"
+)
+
+func run(args []string) error {
+	fs := flag.NewFlagSet("bench", flag.ContinueOnError)
+	fs.Usage = func() {
+		fmt.Fprintf(fs.Output(), `Usage: bench [flags]
+
+Runs Herald's benchmark scenarios against local Postgres and prints the
+results as tables. Each scenario gets a fresh scratch database (dropped and
+recreated; its name must contain "bench").
+
+Scenarios:
+`)
+		for _, s := range bench.Scenarios {
+			fmt.Fprintf(fs.Output(), "  %-10s %s\n", s.Name, s.About)
+		}
+		fmt.Fprintf(fs.Output(), "\nFlags:\n")
+		fs.PrintDefaults()
+	}
+	var (
+		scenarios = fs.String("scenarios", "all", "comma-separated scenarios to run, or all")
+		dbURL     = fs.String("database-url", config.Env("HERALD_BENCH_DATABASE_URL", bench.DefaultDatabaseURL), "scratch database, dropped and recreated for every scenario (env HERALD_BENCH_DATABASE_URL)")
+		mode      = fs.String("dispatcher", modeProcess, "where the dispatcher runs: process (a child process, measured through /proc) or in-process (measured with getrusage, which then includes producers and receivers)")
+		binary    = fs.String("dispatcher-bin", "", "the dispatcher program for --dispatcher=process; defaults to the dispatcher next to this program (make build puts both in bin/)")
+		dispArgs  = fs.String("dispatcher-args", "", "extra space-separated flags for the dispatcher program")
+		jsonPath  = fs.String("json", "", "write the results as JSON to this file")
+		svgPath   = fs.String("svg", "", "write the latency-over-time chart to this SVG file")
+		smoke     = fs.Int("smoke", 0, "shrink every scenario to about this many events (a quick check that everything works); 0 runs them full size")
+		producers = fs.Int("producers", bench.DefaultProducers, "producer goroutines publishing at once")
+		maxDrain  = fs.Duration("max-drain", bench.DefaultMaxDrain, "longest wait for deliveries after publishing ends")
+		every     = fs.Duration("progress", bench.DefaultProgressEvery, "interval between progress lines; 0 turns them off")
+		workers   = fs.Int("workers", 0, "dispatcher workers (River MaxWorkers) for the in-process dispatcher and the baseline; 0 means the dispatcher's default")
+		maxConns  = fs.Int("max-conns", 0, "connection pool size of the in-process dispatcher and the baseline; 0 means the default")
+	)
+	if err := fs.Parse(args); err != nil {
+		if errors.Is(err, flag.ErrHelp) {
+			return nil
+		}
+		return err
+	}
+	if fs.NArg() > 0 {
+		return fmt.Errorf("unexpected argument %q; scenarios are chosen with --scenarios", fs.Arg(0))
+	}
+	selected, err := bench.Select(*scenarios)
+	if err != nil {
+		return err
+	}
+	if *smoke > 0 {
+		for i := range selected {
+			selected[i] = selected[i].Shrunk(*smoke)
+		}
+	}
+	dbs, err := bench.NewScratchDatabases(*dbURL)
+	if err != nil {
+		return err
+	}
+
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	defer stop()
+	defer func() { _ = dbs.Close(context.WithoutCancel(ctx)) }()
+
+	cfg := bench.Config{
+		NewDatabase: dbs.New,
+		Dispatcher:  *mode,
+		Baseline:    bench.BaselineConfig{Workers: *workers, MaxConns: int32(*maxConns)},
+		Producers:   *producers,
+		MaxDrain:    *maxDrain,
+	}
+	if *every > 0 {
+		cfg.Progress, cfg.ProgressEvery = os.Stderr, *every
+	}
+	switch *mode {
+	case modeProcess:
+		path, err := dispatcherBinary(*binary)
+		if err != nil {
+			return err
+		}
+		cfg.StartDispatcher = bench.ProcessDispatcher(path, strings.Fields(*dispArgs)...)
+	case modeInProcess:
+		cfg.StartDispatcher = bench.InProcess(bench.InProcessOptions{Workers: *workers, MaxConns: *maxConns})
+	default:
+		return fmt.Errorf("--dispatcher is %q; use %s or %s", *mode, modeProcess, modeInProcess)
+	}
+
+	report, err := bench.Run(ctx, cfg, selected)
+	if len(report.Results) > 0 {
+		report.WriteTables(os.Stdout)
+		if werr := write(report, *jsonPath, *svgPath); err == nil {
+			err = werr
+		}
+	}
+	return err
+}
+
+// dispatcherBinary returns the dispatcher program to run: the one named, or
+// the one next to this program.
+func dispatcherBinary(named string) (string, error) {
+	if named != "" {
+		return named, nil
+	}
+	self, err := os.Executable()
+	if err != nil {
+		return "", fmt.Errorf("find the dispatcher program: %w; name it with --dispatcher-bin", err)
+	}
+	path := filepath.Join(filepath.Dir(self), "dispatcher")
+	if _, err := os.Stat(path); err != nil {
+		return "", fmt.Errorf("no dispatcher program at %s; build it (make build) and pass --dispatcher-bin bin/dispatcher, or use --dispatcher=in-process", path)
+	}
+	return path, nil
+}
+
+func write(report bench.Report, jsonPath, svgPath string) error {
+	if jsonPath != "" {
+		if err := report.WriteJSON(jsonPath); err != nil {
+			return err
+		}
+	}
+	if svgPath != "" {
+		f, err := os.Create(svgPath)
+		if err != nil {
+			return fmt.Errorf("write chart: %w", err)
+		}
+		if err := report.WriteSVG(f); err != nil {
+			f.Close()
+			return fmt.Errorf("write chart: %w", err)
+		}
+		if err := f.Close(); err != nil {
+			return fmt.Errorf("write chart: %w", err)
+		}
+	}
+	return nil
+}

@@ -1,0 +1,146 @@
+package bench_test
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"log/slog"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/require"
+
+	"github.com/heraldhq/herald/internal/bench"
+	"github.com/heraldhq/herald/internal/pgtest"
+	"github.com/heraldhq/herald/schedule"
+)
+
+// smokeDeliveries is the size every scenario shrinks to in the smoke test:
+// enough to exercise each path, small enough to take a second or two.
+const smokeDeliveries = 200
+
+// fast retries failed first attempts within milliseconds.
+var fast = schedule.Policy{Base: 20 * time.Millisecond, Cap: 100 * time.Millisecond, Window: time.Hour}
+
+type testBundle struct {
+	cfg bench.Config
+}
+
+func setup(t *testing.T) *testBundle {
+	t.Helper()
+	return &testBundle{cfg: bench.Config{
+		NewDatabase: func(context.Context) (string, func() error, error) {
+			return pgtest.NewDatabase(t, pgtest.Herald), func() error { return nil }, nil
+		},
+		StartDispatcher: bench.InProcess(bench.InProcessOptions{
+			Policy:  fast,
+			Timeout: 2 * time.Second,
+			Logger:  slog.New(slog.DiscardHandler),
+		}),
+		Dispatcher: "in-process",
+		MaxDrain:   time.Minute,
+	}}
+}
+
+// TestScenariosSmoke runs every scenario, shrunk, so that the bench keeps
+// working. It asserts what must hold at any speed, never a timing.
+func TestScenariosSmoke(t *testing.T) {
+	t.Parallel()
+	for _, scenario := range bench.Scenarios {
+		t.Run(scenario.Name, func(t *testing.T) {
+			t.Parallel()
+			b := setup(t)
+			report, err := bench.Run(context.Background(), b.cfg, []bench.Scenario{scenario.Shrunk(smokeDeliveries)})
+			require.NoError(t, err)
+
+			wantRuns := 1
+			if scenario.Hanging > 0 {
+				wantRuns = 2 // the control run, then the run with hanging endpoints
+			}
+			require.Len(t, report.Results, wantRuns)
+			for _, res := range report.Results {
+				require.Empty(t, res.Problem, "run %s", res.Scenario)
+				require.Positive(t, res.Deliveries, "run %s", res.Scenario)
+				require.Equal(t, res.Deliveries, res.Delivered, "run %s: every measured delivery arrives", res.Scenario)
+				require.Zero(t, res.Duplicates, "run %s: nothing failed, so nothing arrives twice", res.Scenario)
+				require.Positive(t, res.DeliveredPerSecond, "run %s", res.Scenario)
+				require.Positive(t, res.Writes.Rows(), "run %s: Postgres counted the run's writes", res.Scenario)
+				require.Positive(t, res.DispatcherCPUSeconds, "run %s", res.Scenario)
+				require.NotEmpty(t, res.Series, "run %s", res.Scenario)
+				if !scenario.Baseline {
+					require.Positive(t, res.Latency.Count, "run %s", res.Scenario)
+					require.LessOrEqual(t, res.Latency.Count, res.Deliveries, "run %s: deliveries of events committed in the warm-up are not measured", res.Scenario)
+					require.Positive(t, res.Latency.P50, "run %s", res.Scenario)
+					require.LessOrEqual(t, res.Latency.P50, res.Latency.P99, "run %s", res.Scenario)
+					require.LessOrEqual(t, res.Latency.P99, res.Latency.Max, "run %s", res.Scenario)
+				}
+			}
+			last := report.Results[len(report.Results)-1]
+			if scenario.FailFirst > 0 {
+				require.Greater(t, last.AttemptsPerDelivery, 1.0, "failed first attempts are retried")
+			} else {
+				require.InDelta(t, 1.0, last.AttemptsPerDelivery, 0.001)
+			}
+			if scenario.Hanging > 0 {
+				require.Equal(t, 2, last.Hanging)
+			}
+
+			var tables bytes.Buffer
+			report.WriteTables(&tables)
+			for _, res := range report.Results {
+				require.Contains(t, tables.String(), "| "+res.Scenario+" ")
+			}
+			var svg bytes.Buffer
+			require.NoError(t, report.WriteSVG(&svg))
+			require.True(t, strings.HasPrefix(svg.String(), "<svg"))
+			path := filepath.Join(t.TempDir(), "results.json")
+			require.NoError(t, report.WriteJSON(path))
+		})
+	}
+}
+
+func TestRunNeedsADispatcher(t *testing.T) {
+	t.Parallel()
+	b := setup(t)
+	b.cfg.StartDispatcher = nil
+	steady, err := bench.Select("steady")
+	require.NoError(t, err)
+	_, err = bench.Run(context.Background(), b.cfg, steady)
+	require.ErrorContains(t, err, "scenario steady needs Config.StartDispatcher")
+}
+
+func TestSelect(t *testing.T) {
+	t.Parallel()
+	all, err := bench.Select("all")
+	require.NoError(t, err)
+	require.Equal(t, bench.Scenarios, all)
+
+	two, err := bench.Select("steady, burst")
+	require.NoError(t, err)
+	require.Equal(t, "steady", two[0].Name)
+	require.Equal(t, "burst", two[1].Name)
+
+	_, err = bench.Select("steady,bursty")
+	require.ErrorContains(t, err, `unknown scenario "bursty"; choose from baseline, burst, steady, fanout, isolation, failing, or all`)
+}
+
+func TestScratchDatabasesRefuseARealDatabase(t *testing.T) {
+	t.Parallel()
+	_, err := bench.NewScratchDatabases("postgres://postgres@127.0.0.1:5432/herald?sslmode=disable")
+	require.ErrorContains(t, err, `drops and recreates database "herald"`)
+}
+
+func TestReportJSON(t *testing.T) {
+	t.Parallel()
+	report := bench.Report{Results: []bench.Result{{Scenario: "steady", Latency: bench.Latency{Count: 1, P99: 12.5}}}}
+	path := filepath.Join(t.TempDir(), "r.json")
+	require.NoError(t, report.WriteJSON(path))
+	var back bench.Report
+	data, err := os.ReadFile(path)
+	require.NoError(t, err)
+	require.NoError(t, json.Unmarshal(data, &back))
+	require.Equal(t, 12.5, back.Results[0].Latency.P99)
+}

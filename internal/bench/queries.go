@@ -1,0 +1,29 @@
+package bench
+
+// The SQL the bench runs itself; everything else goes through Herald's own
+// packages.
+const (
+	// databaseWrites reads this database's row counters, the cluster's WAL
+	// position and the bytes Herald's tables (River's included) occupy.
+	// pg_stat_clear_snapshot makes the counters current.
+	databaseWrites = `SELECT s.tup_inserted, s.tup_updated, s.tup_deleted,
+       pg_current_wal_lsn()::text,
+       (SELECT coalesce(sum(pg_total_relation_size(c.oid)), 0)::bigint
+        FROM pg_class c JOIN pg_namespace n ON n.oid = c.relnamespace
+        WHERE n.nspname = 'herald' AND c.relkind = 'r')
+FROM pg_stat_database s, pg_stat_clear_snapshot()
+WHERE s.datname = current_database()`
+
+	// walBytesBetween is the WAL written between two positions.
+	walBytesBetween = `SELECT pg_wal_lsn_diff($2::pg_lsn, $1::pg_lsn)::bigint`
+
+	// otherSessions counts the other connections to this database. A
+	// backend publishes its row counters when it exits, so the counters
+	// are complete once this is zero.
+	otherSessions = `SELECT count(*) FROM pg_stat_activity
+WHERE datname = current_database() AND pid <> pg_backend_pid()`
+
+	// serverSettings describes the Postgres server for the report.
+	serverSettings = `SELECT current_setting('server_version'), current_setting('synchronous_commit'),
+       current_setting('fsync'), current_setting('shared_buffers'), current_setting('max_connections')`
+)

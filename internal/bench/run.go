@@ -1,0 +1,403 @@
+package bench
+
+import (
+	"cmp"
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"net/netip"
+	"runtime"
+	"time"
+
+	"github.com/jackc/pgx/v5"
+
+	"github.com/heraldhq/herald/internal/database"
+	"github.com/heraldhq/herald/internal/secretbox"
+	"github.com/heraldhq/herald/internal/ssrf"
+	"github.com/heraldhq/herald/store"
+)
+
+// Defaults of Config.
+const (
+	// DefaultProducers is how many goroutines publish at once.
+	DefaultProducers = 16
+	// DefaultMaxDrain bounds the wait for deliveries once publishing ended.
+	DefaultMaxDrain = 5 * time.Minute
+	// DefaultProgressEvery is how often a progress line is written.
+	DefaultProgressEvery = 2 * time.Second
+)
+
+// LoopbackCIDR is the range the bench's receivers listen in; the
+// dispatcher's SSRF guard must allow it.
+const LoopbackCIDR = "127.0.0.0/8"
+
+// StartDispatcher starts Herald's dispatcher on the database at url, whose
+// endpoint secrets are sealed under secretKey (HERALD_SECRET_KEY's form),
+// allowing deliveries to LoopbackCIDR.
+type StartDispatcher func(ctx context.Context, url, secretKey string) (RunningDispatcher, error)
+
+// RunningDispatcher is a dispatcher a run started.
+type RunningDispatcher interface {
+	// Usage is its CPU time since it started and its memory.
+	Usage() (Usage, error)
+	// Stop stops it, letting in-flight attempts finish, and returns its
+	// final usage.
+	Stop(ctx context.Context) (Usage, error)
+}
+
+// Config configures Run.
+type Config struct {
+	// NewDatabase returns the URL of a fresh migrated database for one
+	// scenario run and a function that drops it. Required.
+	NewDatabase func(ctx context.Context) (url string, drop func() error, err error)
+	// StartDispatcher runs the system under test. Required unless only the
+	// baseline runs.
+	StartDispatcher StartDispatcher
+	// Dispatcher names how the dispatcher runs, for the report.
+	Dispatcher string
+	// Baseline configures the baseline's River client.
+	Baseline BaselineConfig
+	// Producers is how many goroutines publish at once. Defaults to 16.
+	// Zero means the default.
+	Producers int
+	// MaxDrain bounds the wait for deliveries after publishing ended; a
+	// run that hits it reports what arrived and says so. Defaults to 5
+	// minutes. Zero means the default.
+	MaxDrain time.Duration
+	// Progress receives a line every ProgressEvery while a scenario runs.
+	// Nil means no progress output.
+	Progress io.Writer
+	// ProgressEvery defaults to 2 s. Zero means the default.
+	ProgressEvery time.Duration
+}
+
+// Run runs the scenarios one after the other and reports on all of them.
+func Run(ctx context.Context, cfg Config, scenarios []Scenario) (Report, error) {
+	if cfg.NewDatabase == nil {
+		return Report{}, errors.New("bench: Config.NewDatabase is nil")
+	}
+	for _, s := range scenarios {
+		if !s.Baseline && cfg.StartDispatcher == nil {
+			return Report{}, fmt.Errorf("bench: scenario %s needs Config.StartDispatcher", s.Name)
+		}
+	}
+	r := &runner{cfg: cfg}
+	r.cfg.Producers = cmp.Or(cfg.Producers, DefaultProducers)
+	r.cfg.MaxDrain = cmp.Or(cfg.MaxDrain, DefaultMaxDrain)
+	r.cfg.ProgressEvery = cmp.Or(cfg.ProgressEvery, DefaultProgressEvery)
+
+	report := Report{Date: time.Now().UTC(), Dispatcher: cfg.Dispatcher}
+	for _, s := range scenarios {
+		var results []Result
+		var err error
+		switch {
+		case s.Baseline:
+			var res Result
+			res, err = r.baseline(ctx, s)
+			results = append(results, res)
+		case s.hanging() > 0:
+			control := s
+			control.Name = isolationControl
+			control.About = "the isolation run with its hanging endpoints answering at once"
+			var a, b Result
+			if a, err = r.herald(ctx, control, false); err == nil {
+				b, err = r.herald(ctx, s, true)
+				results = append(results, a, b)
+			}
+		default:
+			var res Result
+			res, err = r.herald(ctx, s, false)
+			results = append(results, res)
+		}
+		if err != nil {
+			return report, fmt.Errorf("scenario %s: %w", s.Name, err)
+		}
+		report.Results = append(report.Results, results...)
+	}
+	report.Machine = r.machine
+	report.Machine.CPUs = runtime.NumCPU()
+	report.Machine.GoVersion = runtime.Version()
+	report.Machine.Kernel = kernel()
+	report.Machine.MemoryMB = memoryMB()
+	report.Targets = evaluate(report)
+	return report, nil
+}
+
+type runner struct {
+	cfg     Config
+	machine Machine
+}
+
+// stage is a scenario run's database and statistics connection.
+type stage struct {
+	url   string
+	stats *pgx.Conn
+	drop  func() error
+}
+
+func (r *runner) newStage(ctx context.Context) (*stage, error) {
+	url, drop, err := r.cfg.NewDatabase(ctx)
+	if err != nil {
+		return nil, err
+	}
+	stats, err := pgx.Connect(ctx, url)
+	if err != nil {
+		_ = drop()
+		return nil, fmt.Errorf("connect to the bench database: %w", err)
+	}
+	if r.machine.Postgres == "" {
+		var maxConns string
+		err := stats.QueryRow(ctx, serverSettings).Scan(&r.machine.Postgres, &r.machine.SynchronousCommit,
+			&r.machine.Fsync, &r.machine.SharedBuffers, &maxConns)
+		if err != nil {
+			_ = stats.Close(ctx)
+			_ = drop()
+			return nil, fmt.Errorf("read server settings: %w", err)
+		}
+	}
+	return &stage{url: url, stats: stats, drop: drop}, nil
+}
+
+func (s *stage) close(ctx context.Context) error {
+	_ = s.stats.Close(context.WithoutCancel(ctx))
+	return s.drop()
+}
+
+// herald runs one scenario through Herald. With hang, the scenario's
+// hanging endpoints hang; without, they answer at once (the isolation
+// control). Either way their deliveries are not measured.
+func (r *runner) herald(ctx context.Context, s Scenario, hang bool) (res Result, err error) {
+	st, err := r.newStage(ctx)
+	if err != nil {
+		return Result{}, err
+	}
+	defer func() {
+		if dropErr := st.close(ctx); err == nil && dropErr != nil {
+			err = fmt.Errorf("drop bench database: %w", dropErr)
+		}
+	}()
+
+	rec := newRecorder(time.Now())
+	specs := endpointSpecs(s, hang)
+	rcv, err := startReceivers(rec, specs, s.FailFirst)
+	if err != nil {
+		return Result{}, err
+	}
+	defer rcv.close()
+
+	key := secretbox.Generate()
+	tenants, err := createEndpoints(ctx, st.url, key, s, rcv.urls)
+	if err != nil {
+		return Result{}, err
+	}
+	// The setup's sessions are gone; from here on every write is the
+	// run's.
+	if err := waitAlone(ctx, st.stats, 10*time.Second); err != nil {
+		return Result{}, err
+	}
+	before, err := readWrites(ctx, st.stats)
+	if err != nil {
+		return Result{}, err
+	}
+	cpuBefore, _ := readMachineCPU()
+	res = Result{
+		Scenario:    s.Name,
+		About:       s.About,
+		Endpoints:   len(specs),
+		Hanging:     s.hanging(),
+		Events:      s.events(),
+		Deliveries:  expectedDeliveries(s, specs),
+		LoadAverage: loadAverage(),
+	}
+
+	pool, err := database.Open(ctx, st.url, database.Options{MaxConns: int32(r.cfg.Producers)})
+	if err != nil {
+		return Result{}, err
+	}
+	defer pool.Close()
+	prod := &producers{pool: pool, rec: rec, tenants: tenants, count: r.cfg.Producers, perTx: s.eventsPerTx()}
+
+	progress := r.startProgress(s.Name, rec, res.Deliveries)
+	defer progress.stop()
+
+	var d RunningDispatcher
+	var w window
+	publishStart := time.Now()
+	if s.Rate > 0 {
+		if d, err = r.cfg.StartDispatcher(ctx, st.url, key); err != nil {
+			return Result{}, err
+		}
+		progress.watch(d)
+		w.start = rec.since(time.Now())
+		publishStart = time.Now()
+		err = prod.publishAtRate(ctx, s.Rate, s.Duration)
+	} else {
+		err = prod.publishAll(ctx, s.Events)
+	}
+	publishEnd := time.Now()
+	if err != nil {
+		if d != nil {
+			_, _ = d.Stop(ctx)
+		}
+		return Result{}, err
+	}
+	if s.Rate == 0 {
+		if d, err = r.cfg.StartDispatcher(ctx, st.url, key); err != nil {
+			return Result{}, err
+		}
+		progress.watch(d)
+		w.start = rec.since(time.Now())
+	}
+	res.PublishSeconds = publishEnd.Sub(publishStart).Seconds()
+	if res.PublishSeconds > 0 {
+		res.PublishPerSecond = float64(rec.published.Load()) / res.PublishSeconds
+	}
+
+	res.Problem = r.waitDelivered(ctx, rec, res.Deliveries)
+	rcv.releaseHanging()
+	usage, stopErr := d.Stop(ctx)
+	progress.stop()
+	pool.Close()
+	if stopErr != nil {
+		return Result{}, fmt.Errorf("stop dispatcher: %w", stopErr)
+	}
+	if err := waitAlone(ctx, st.stats, 30*time.Second); err != nil {
+		return Result{}, err
+	}
+	after, err := readWrites(ctx, st.stats)
+	if err != nil {
+		return Result{}, err
+	}
+	writes, err := writesBetween(ctx, st.stats, before, after)
+	if err != nil {
+		return Result{}, err
+	}
+	if cpuAfter, err := readMachineCPU(); err == nil {
+		res.MachineBusy = cpuAfter.busySince(cpuBefore)
+	}
+
+	w.warmup = s.Warmup
+	w.expected = res.Deliveries
+	commits, arrivals := rec.snapshot()
+	a := analyse(commits, arrivals, w)
+	res.Delivered = a.delivered
+	res.Duplicates = a.duplicates
+	res.DeliveredPerSecond = a.sustained
+	res.DrainSeconds = a.drain.Seconds()
+	res.Latency = a.latency
+	res.AttemptsPerDelivery = a.attempts
+	res.Series = a.series
+	res.DispatcherCPUSeconds = usage.CPU.Seconds()
+	res.DispatcherPeakRSSMB = float64(usage.PeakRSS) / (1 << 20)
+	res.Writes = writes
+	if created := float64(s.events() * s.endpointsPerTenant()); created > 0 {
+		res.RowsPerDelivery = float64(writes.Rows()) / created
+		res.WALBytesPerDelivery = float64(writes.WALBytes) / created
+		res.StoredBytesPerDelivery = float64(writes.StoredBytes) / created
+	}
+	if a.unlinked > 0 {
+		res.Problem = join(res.Problem, fmt.Sprintf("%d deliveries arrived for messages no producer committed", a.unlinked))
+	}
+	return res, nil
+}
+
+// waitDelivered waits until want deliveries were accepted or MaxDrain
+// passed, and returns a problem when they were not all accepted.
+func (r *runner) waitDelivered(ctx context.Context, rec *recorder, want int) string {
+	deadline := time.Now().Add(r.cfg.MaxDrain)
+	tick := time.NewTicker(20 * time.Millisecond)
+	defer tick.Stop()
+	for rec.delivered.Load() < int64(want) {
+		select {
+		case <-ctx.Done():
+			return fmt.Sprintf("interrupted with %d of %d deliveries accepted", rec.delivered.Load(), want)
+		case <-tick.C:
+		}
+		if time.Now().After(deadline) {
+			return fmt.Sprintf("only %d of %d deliveries were accepted within %s of the end of publishing", rec.delivered.Load(), want, r.cfg.MaxDrain)
+		}
+	}
+	return ""
+}
+
+// endpointSpecs lays out a scenario's endpoints: the last ones are the
+// hanging ones (answering at once when hang is false), and only the others
+// are measured.
+func endpointSpecs(s Scenario, hang bool) []endpointSpec {
+	n, hanging := s.endpoints(), s.hanging()
+	specs := make([]endpointSpec, n)
+	for i := range specs {
+		specs[i] = endpointSpec{behaviour: answerOK, measured: true}
+		if i >= n-hanging {
+			specs[i].measured = false
+			if hang {
+				specs[i].behaviour = hangUntilTimeout
+			}
+		}
+	}
+	return specs
+}
+
+// expectedDeliveries counts the deliveries to measured endpoints: event i
+// goes to tenant i mod tenants, whose endpoints are the consecutive block
+// of endpointsPerTenant starting at tenant·endpointsPerTenant.
+func expectedDeliveries(s Scenario, specs []endpointSpec) int {
+	tenants, per, events := s.tenants(), s.endpointsPerTenant(), s.events()
+	total := 0
+	for t := range tenants {
+		measured := 0
+		for e := range per {
+			if specs[t*per+e].measured {
+				measured++
+			}
+		}
+		eventsOfTenant := events / tenants
+		if t < events%tenants {
+			eventsOfTenant++
+		}
+		total += eventsOfTenant * measured
+	}
+	return total
+}
+
+// createEndpoints creates the scenario's tenants and their endpoints (one
+// per receiver URL, in order) through the store, as an operator would, and
+// returns the tenant ids.
+func createEndpoints(ctx context.Context, url, key string, s Scenario, urls []string) ([]string, error) {
+	box, err := secretbox.Parse(key)
+	if err != nil {
+		return nil, err
+	}
+	pool, err := database.Open(ctx, url, database.Options{MaxConns: 2})
+	if err != nil {
+		return nil, err
+	}
+	defer pool.Close()
+	guard := ssrf.New(netip.MustParsePrefix(LoopbackCIDR))
+	st, err := store.New(pool, store.Config{Box: box, CheckURL: guard.CheckURL})
+	if err != nil {
+		return nil, err
+	}
+	tenants := make([]string, s.tenants())
+	for t := range tenants {
+		tenants[t] = fmt.Sprintf("tenant-%03d", t)
+		if _, err := st.CreateTenant(ctx, store.NewTenant{ID: tenants[t], Name: "bench " + s.Name}); err != nil {
+			return nil, err
+		}
+		for e := range s.endpointsPerTenant() {
+			_, err := st.CreateEndpoint(ctx, store.NewEndpoint{TenantID: tenants[t], URL: urls[t*s.endpointsPerTenant()+e]})
+			if err != nil {
+				return nil, err
+			}
+		}
+	}
+	return tenants, nil
+}
+
+func join(a, b string) string {
+	if a == "" {
+		return b
+	}
+	return a + "; " + b
+}

@@ -1,0 +1,169 @@
+package bench
+
+import (
+	"fmt"
+	"math"
+	"strings"
+	"time"
+)
+
+// Scenario is one workload. Events go to tenants in turn; every endpoint of
+// a tenant subscribes to every type, so an event makes EndpointsPerTenant
+// deliveries.
+type Scenario struct {
+	// Name chooses the scenario on the command line.
+	Name string
+	// About says in one line what the scenario shows.
+	About string
+	// Tenants is how many tenants share the events. Defaults to 1.
+	Tenants int
+	// EndpointsPerTenant is how many endpoints receive each event.
+	// Defaults to 1.
+	EndpointsPerTenant int
+	// Hanging is the fraction of all endpoints that hold every request
+	// until the dispatcher's timeout. Their deliveries are not measured. A
+	// scenario with hanging endpoints runs twice: first as a control in
+	// which those endpoints answer at once (still unmeasured), then with
+	// them hanging, so the healthy endpoints' latency can be compared.
+	Hanging float64
+	// FailFirst is the fraction of deliveries whose first attempt is
+	// answered 500.
+	FailFirst float64
+	// Rate is how many events per second the producers publish while the
+	// dispatcher runs, for Duration. Zero means a burst: Events are
+	// published first, then the dispatcher starts and drains them.
+	Rate     float64
+	Duration time.Duration
+	// Events is the size of a burst.
+	Events int
+	// EventsPerTx is how many events one producer transaction publishes.
+	// Defaults to 1.
+	EventsPerTx int
+	// Warmup is left out of the sustained rate and, for events committed
+	// in it, of the latency.
+	Warmup time.Duration
+	// Baseline makes the scenario push Events no-op River jobs through the
+	// database instead of running Herald.
+	Baseline bool
+}
+
+// The scenarios, in the order `bench` runs them. baseline runs right before
+// burst so the two compare the machine at the same moment.
+var Scenarios = []Scenario{
+	{
+		Name:     "baseline",
+		About:    "100,000 no-op River jobs through the same database: the queue's own limit",
+		Events:   100_000,
+		Warmup:   2 * time.Second,
+		Baseline: true,
+	},
+	{
+		Name:        "burst",
+		About:       "100,000 events published at once to 10 endpoints, then drained",
+		Tenants:     10,
+		Events:      100_000,
+		EventsPerTx: 100,
+		Warmup:      2 * time.Second,
+	},
+	{
+		Name:     "steady",
+		About:    "1,000 events/s for 60 s to 10 endpoints",
+		Tenants:  10,
+		Rate:     1000,
+		Duration: 60 * time.Second,
+		Warmup:   10 * time.Second,
+	},
+	{
+		Name:               "fanout",
+		About:              "20 events/s for 30 s, each to 100 endpoints",
+		EndpointsPerTenant: 100,
+		Rate:               20,
+		Duration:           30 * time.Second,
+		Warmup:             5 * time.Second,
+	},
+	{
+		Name:     "isolation",
+		About:    "500 events/s for 40 s to 20 endpoints, 2 of which hang until the timeout",
+		Tenants:  20,
+		Hanging:  0.1,
+		Rate:     500,
+		Duration: 40 * time.Second,
+		Warmup:   5 * time.Second,
+	},
+	{
+		Name:      "failing",
+		About:     "500 events/s for 30 s to 10 endpoints; 20% of first attempts answer 500",
+		Tenants:   10,
+		FailFirst: 0.2,
+		Rate:      500,
+		Duration:  30 * time.Second,
+		Warmup:    5 * time.Second,
+	},
+}
+
+// Select returns the scenarios named in a comma-separated list, in the
+// order given; "all" or "" means every scenario.
+func Select(names string) ([]Scenario, error) {
+	if names == "" || names == "all" {
+		return Scenarios, nil
+	}
+	var out []Scenario
+	for _, name := range strings.Split(names, ",") {
+		name = strings.TrimSpace(name)
+		s, ok := find(name)
+		if !ok {
+			known := make([]string, len(Scenarios))
+			for i, s := range Scenarios {
+				known[i] = s.Name
+			}
+			return nil, fmt.Errorf("unknown scenario %q; choose from %s, or all", name, strings.Join(known, ", "))
+		}
+		out = append(out, s)
+	}
+	return out, nil
+}
+
+func find(name string) (Scenario, bool) {
+	for _, s := range Scenarios {
+		if s.Name == name {
+			return s, true
+		}
+	}
+	return Scenario{}, false
+}
+
+// Shrunk returns the scenario scaled down to about n deliveries (jobs, for
+// the baseline), never more than it has, with its warm-up scaled alike: the
+// smoke test runs every scenario this way in a few seconds.
+func (s Scenario) Shrunk(n int) Scenario {
+	total := s.events() * s.endpointsPerTenant()
+	if n <= 0 || n >= total {
+		return s
+	}
+	f := float64(n) / float64(total)
+	if s.Rate > 0 {
+		s.Duration = time.Duration(float64(s.Duration) * f)
+	} else {
+		s.Events = max(int(float64(s.Events)*f), 1)
+	}
+	s.Warmup = time.Duration(float64(s.Warmup) * f)
+	return s
+}
+
+// events is how many events the scenario publishes (or jobs it inserts).
+func (s Scenario) events() int {
+	if s.Rate > 0 {
+		return int(math.Round(s.Rate * s.Duration.Seconds()))
+	}
+	return s.Events
+}
+
+func (s Scenario) tenants() int            { return max(s.Tenants, 1) }
+func (s Scenario) endpointsPerTenant() int { return max(s.EndpointsPerTenant, 1) }
+func (s Scenario) eventsPerTx() int        { return max(s.EventsPerTx, 1) }
+
+// endpoints is how many endpoints the scenario has.
+func (s Scenario) endpoints() int { return s.tenants() * s.endpointsPerTenant() }
+
+// hanging is how many of the endpoints hang.
+func (s Scenario) hanging() int { return int(math.Round(s.Hanging * float64(s.endpoints()))) }

@@ -1,0 +1,126 @@
+package bench
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"os"
+	"os/exec"
+	"strings"
+	"sync"
+	"syscall"
+	"time"
+)
+
+// stopTimeout is how long a subprocess dispatcher gets to exit after
+// SIGTERM before it is killed.
+const stopTimeout = 45 * time.Second
+
+// ProcessDispatcher returns a StartDispatcher that runs the dispatcher
+// program at path as a child process with args. The database URL, the
+// secret key and the loopback allow-list reach it through the environment
+// (HERALD_DATABASE_URL, HERALD_SECRET_KEY, HERALD_ALLOW_CIDRS), with
+// migrations off: the bench database is migrated already.
+func ProcessDispatcher(path string, args ...string) StartDispatcher {
+	return func(ctx context.Context, url, secretKey string) (RunningDispatcher, error) {
+		cmd := exec.Command(path, args...)
+		cmd.Env = append(os.Environ(),
+			"HERALD_DATABASE_URL="+url,
+			"HERALD_SECRET_KEY="+secretKey,
+			"HERALD_ALLOW_CIDRS="+LoopbackCIDR,
+			"HERALD_MIGRATE=false",
+		)
+		p := &process{cmd: cmd, exited: make(chan struct{})}
+		cmd.Stdout = &p.output
+		cmd.Stderr = &p.output
+		if err := cmd.Start(); err != nil {
+			return nil, fmt.Errorf("start dispatcher %s: %w", path, err)
+		}
+		go func() {
+			p.waitErr = cmd.Wait()
+			close(p.exited)
+		}()
+		return p, nil
+	}
+}
+
+// process is a dispatcher running as a child process.
+type process struct {
+	cmd     *exec.Cmd
+	output  tail
+	exited  chan struct{}
+	waitErr error
+}
+
+func (p *process) Usage() (Usage, error) {
+	select {
+	case <-p.exited:
+		return Usage{}, p.exitError()
+	default:
+	}
+	return processUsage(p.cmd.Process.Pid)
+}
+
+// Stop sends SIGTERM and waits for the process to exit; the kernel's
+// accounting of the child then gives its CPU time and peak RSS.
+func (p *process) Stop(ctx context.Context) (Usage, error) {
+	select {
+	case <-p.exited:
+		return Usage{}, p.exitError()
+	default:
+	}
+	_ = p.cmd.Process.Signal(syscall.SIGTERM)
+	t := time.NewTimer(stopTimeout)
+	defer t.Stop()
+	select {
+	case <-p.exited:
+	case <-t.C:
+		_ = p.cmd.Process.Kill()
+		<-p.exited
+		return Usage{}, fmt.Errorf("dispatcher did not exit within %s of SIGTERM; killed it. Its last output:\n%s", stopTimeout, p.output.String())
+	case <-ctx.Done():
+		_ = p.cmd.Process.Kill()
+		<-p.exited
+		return Usage{}, ctx.Err()
+	}
+	if p.waitErr != nil {
+		return Usage{}, fmt.Errorf("dispatcher exited with %v. Its last output:\n%s", p.waitErr, p.output.String())
+	}
+	return exitedUsage(p.cmd.ProcessState), nil
+}
+
+func (p *process) exitError() error {
+	status := p.waitErr
+	if status == nil {
+		status = errors.New("exit status 0")
+	}
+	return fmt.Errorf("dispatcher exited during the run (%v). Its last output:\n%s", status, p.output.String())
+}
+
+// tail keeps the last lines a process wrote, for error messages.
+type tail struct {
+	mu    sync.Mutex
+	lines []string
+	part  string
+}
+
+const tailLines = 20
+
+func (t *tail) Write(b []byte) (int, error) {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	text := t.part + string(b)
+	lines := strings.Split(text, "\n")
+	t.part = lines[len(lines)-1]
+	t.lines = append(t.lines, lines[:len(lines)-1]...)
+	if len(t.lines) > tailLines {
+		t.lines = t.lines[len(t.lines)-tailLines:]
+	}
+	return len(b), nil
+}
+
+func (t *tail) String() string {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	return strings.Join(append(append([]string(nil), t.lines...), t.part), "\n")
+}
