@@ -11,6 +11,7 @@ import (
 	"os"
 	"os/signal"
 	"path/filepath"
+	"runtime/pprof"
 	"strings"
 	"syscall"
 
@@ -49,19 +50,20 @@ Scenarios:
 		fs.PrintDefaults()
 	}
 	var (
-		scenarios = fs.String("scenarios", "all", "comma-separated scenarios to run, or all")
-		dbURL     = fs.String("database-url", config.Env("HERALD_BENCH_DATABASE_URL", bench.DefaultDatabaseURL), "scratch database, dropped and recreated for every scenario (env HERALD_BENCH_DATABASE_URL)")
-		mode      = fs.String("dispatcher", modeProcess, "where the dispatcher runs: process (a child process, measured through /proc) or in-process (measured with getrusage, which then includes producers and receivers)")
-		binary    = fs.String("dispatcher-bin", "", "the dispatcher program for --dispatcher=process; defaults to the dispatcher next to this program (make build puts both in bin/)")
-		dispArgs  = fs.String("dispatcher-args", "", "extra space-separated flags for the dispatcher program")
-		jsonPath  = fs.String("json", "", "write the results as JSON to this file")
-		svgPath   = fs.String("svg", "", "write the latency-over-time chart to this SVG file")
-		smoke     = fs.Int("smoke", 0, "shrink every scenario to about this many events (a quick check that everything works); 0 runs them full size")
-		producers = fs.Int("producers", bench.DefaultProducers, "producer goroutines publishing at once")
-		maxDrain  = fs.Duration("max-drain", bench.DefaultMaxDrain, "longest wait for deliveries after publishing ends")
-		every     = fs.Duration("progress", bench.DefaultProgressEvery, "interval between progress lines; 0 turns them off")
-		workers   = fs.Int("workers", 0, "dispatcher workers (River MaxWorkers) for the in-process dispatcher and the baseline; 0 means the dispatcher's default")
-		maxConns  = fs.Int("max-conns", 0, "connection pool size of the in-process dispatcher and the baseline; 0 means the default")
+		scenarios  = fs.String("scenarios", "all", "comma-separated scenarios to run, or all")
+		dbURL      = fs.String("database-url", config.Env("HERALD_BENCH_DATABASE_URL", bench.DefaultDatabaseURL), "scratch database, dropped and recreated for every scenario (env HERALD_BENCH_DATABASE_URL)")
+		mode       = fs.String("dispatcher", modeProcess, "where the dispatcher runs: process (a child process, measured through /proc) or in-process (measured with getrusage, which then includes producers and receivers)")
+		binary     = fs.String("dispatcher-bin", "", "the dispatcher program for --dispatcher=process; defaults to the dispatcher next to this program (make build puts both in bin/)")
+		dispArgs   = fs.String("dispatcher-args", "", "extra space-separated flags for the dispatcher program")
+		jsonPath   = fs.String("json", "", "write the results as JSON to this file")
+		svgPath    = fs.String("svg", "", "write the latency-over-time chart to this SVG file")
+		smoke      = fs.Int("smoke", 0, "shrink every scenario to about this many deliveries (a quick check that everything works); 0 runs them full size")
+		producers  = fs.Int("producers", bench.DefaultProducers, "producer goroutines publishing at once")
+		maxDrain   = fs.Duration("max-drain", bench.DefaultMaxDrain, "longest wait for deliveries after publishing ends")
+		every      = fs.Duration("progress", bench.DefaultProgressEvery, "interval between progress lines; 0 turns them off")
+		workers    = fs.Int("workers", 0, "dispatcher workers (River MaxWorkers) for the in-process dispatcher and the baseline; 0 means the dispatcher's default")
+		maxConns   = fs.Int("max-conns", 0, "connection pool size of the in-process dispatcher and the baseline; 0 means the default")
+		cpuProfile = fs.String("cpuprofile", "", "write a CPU profile of the bench process (with --dispatcher=in-process, the dispatcher's too) to this file")
 	)
 	if err := fs.Parse(args); err != nil {
 		if errors.Is(err, flag.ErrHelp) {
@@ -84,6 +86,18 @@ Scenarios:
 	dbs, err := bench.NewScratchDatabases(*dbURL)
 	if err != nil {
 		return err
+	}
+
+	if *cpuProfile != "" {
+		f, err := os.Create(*cpuProfile)
+		if err != nil {
+			return fmt.Errorf("--cpuprofile: %w", err)
+		}
+		defer f.Close()
+		if err := pprof.StartCPUProfile(f); err != nil {
+			return fmt.Errorf("--cpuprofile: %w", err)
+		}
+		defer pprof.StopCPUProfile()
 	}
 
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)

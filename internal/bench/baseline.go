@@ -130,6 +130,11 @@ func (r *runner) baseline(ctx context.Context, s Scenario) (res Result, err erro
 		return Result{}, fmt.Errorf("start baseline River client: %w", err)
 	}
 	res.Problem = r.waitDelivered(ctx, rec, s.Events)
+	pgCPU, err := backendCPU(ctx, st.stats)
+	if err != nil {
+		return Result{}, err
+	}
+	res.PostgresCPUSeconds = pgCPU.Seconds()
 	if err := client.Stop(ctx); err != nil {
 		return Result{}, fmt.Errorf("stop baseline River client: %w", err)
 	}
@@ -167,6 +172,7 @@ func (r *runner) baseline(ctx context.Context, s Scenario) (res Result, err erro
 	res.Series = throughputSeries(worked, w.start)
 	res.DispatcherCPUSeconds = (usageAfter.CPU - usageBefore.CPU).Seconds()
 	res.DispatcherPeakRSSMB = float64(usageAfter.PeakRSS) / (1 << 20)
+	res.CPUPerDeliveryMS = (res.DispatcherCPUSeconds + res.PostgresCPUSeconds) * 1000 / float64(s.Events)
 	res.Writes = writes
 	res.RowsPerDelivery = float64(writes.Rows()) / float64(s.Events)
 	res.WALBytesPerDelivery = float64(writes.WALBytes) / float64(s.Events)

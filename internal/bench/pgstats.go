@@ -74,3 +74,27 @@ func waitAlone(ctx context.Context, conn *pgx.Conn, timeout time.Duration) error
 		time.Sleep(50 * time.Millisecond)
 	}
 }
+
+// backendCPU is the CPU time of the server processes serving the other
+// connections to conn's database, read from /proc (Postgres runs on this
+// machine). Call it before those connections close: a backend's time is
+// gone with its process.
+func backendCPU(ctx context.Context, conn *pgx.Conn) (time.Duration, error) {
+	rows, err := conn.Query(ctx, sessionPIDs)
+	if err != nil {
+		return 0, fmt.Errorf("list Postgres backends: %w", err)
+	}
+	pids, err := pgx.CollectRows(rows, pgx.RowTo[int32])
+	if err != nil {
+		return 0, fmt.Errorf("list Postgres backends: %w", err)
+	}
+	var total time.Duration
+	for _, pid := range pids {
+		u, err := processUsage(int(pid))
+		if err != nil {
+			continue // exited meanwhile, or Postgres runs elsewhere
+		}
+		total += u.CPU
+	}
+	return total, nil
+}

@@ -23,6 +23,11 @@ WHERE s.datname = current_database()`
 	otherSessions = `SELECT count(*) FROM pg_stat_activity
 WHERE datname = current_database() AND pid <> pg_backend_pid()`
 
+	// sessionPIDs lists the server processes of the other connections to
+	// this database.
+	sessionPIDs = `SELECT pid FROM pg_stat_activity
+WHERE datname = current_database() AND pid <> pg_backend_pid()`
+
 	// serverSettings describes the Postgres server for the report.
 	serverSettings = `SELECT current_setting('server_version'), current_setting('synchronous_commit'),
        current_setting('fsync'), current_setting('shared_buffers'), current_setting('max_connections')`

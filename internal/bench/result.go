@@ -45,6 +45,14 @@ type Result struct {
 	// high-water mark during the run.
 	DispatcherCPUSeconds float64 `json:"dispatcher_cpu_seconds"`
 	DispatcherPeakRSSMB  float64 `json:"dispatcher_peak_rss_mb"`
+	// PostgresCPUSeconds is the CPU time of the Postgres backends that
+	// served the run's connections (producers' and dispatcher's); the WAL
+	// writer, checkpointer and other background processes are not in it.
+	PostgresCPUSeconds float64 `json:"postgres_cpu_seconds"`
+	// CPUPerDeliveryMS is dispatcher and Postgres CPU time per delivery the
+	// run created, in milliseconds: what a delivery costs, whatever else
+	// the machine was doing.
+	CPUPerDeliveryMS float64 `json:"cpu_per_delivery_ms"`
 	// Writes is what Postgres wrote; the per-delivery figures divide it by
 	// every delivery the run created (hanging endpoints' included).
 	Writes                 Writes  `json:"writes"`

@@ -256,6 +256,12 @@ func (r *runner) herald(ctx context.Context, s Scenario, hang bool) (res Result,
 
 	res.Problem = r.waitDelivered(ctx, rec, res.Deliveries)
 	rcv.releaseHanging()
+	pgCPU, err := backendCPU(ctx, st.stats)
+	if err != nil {
+		_, _ = d.Stop(ctx)
+		return Result{}, err
+	}
+	res.PostgresCPUSeconds = pgCPU.Seconds()
 	usage, stopErr := d.Stop(ctx)
 	progress.stop()
 	pool.Close()
@@ -292,6 +298,7 @@ func (r *runner) herald(ctx context.Context, s Scenario, hang bool) (res Result,
 	res.DispatcherPeakRSSMB = float64(usage.PeakRSS) / (1 << 20)
 	res.Writes = writes
 	if created := float64(s.events() * s.endpointsPerTenant()); created > 0 {
+		res.CPUPerDeliveryMS = (res.DispatcherCPUSeconds + res.PostgresCPUSeconds) * 1000 / created
 		res.RowsPerDelivery = float64(writes.Rows()) / created
 		res.WALBytesPerDelivery = float64(writes.WALBytes) / created
 		res.StoredBytesPerDelivery = float64(writes.StoredBytes) / created

@@ -24,10 +24,11 @@ func (r Report) WriteTables(w io.Writer) {
 			fmt.Sprintf("%.2f", res.AttemptsPerDelivery),
 		})
 	}
-	cost := [][]string{{"scenario", "dispatcher CPU s", "peak RSS MB", "rows/delivery", "WAL bytes/delivery", "stored bytes/delivery", "machine busy", "load avg"}}
+	cost := [][]string{{"scenario", "dispatcher CPU s", "Postgres CPU s", "CPU ms/delivery", "peak RSS MB", "rows/delivery", "WAL bytes/delivery", "stored bytes/delivery", "machine busy", "load avg"}}
 	for _, res := range r.Results {
 		cost = append(cost, []string{
-			res.Scenario, fmt.Sprintf("%.1f", res.DispatcherCPUSeconds), fmt.Sprintf("%.0f", res.DispatcherPeakRSSMB),
+			res.Scenario, fmt.Sprintf("%.1f", res.DispatcherCPUSeconds), fmt.Sprintf("%.1f", res.PostgresCPUSeconds),
+			fmt.Sprintf("%.2f", res.CPUPerDeliveryMS), fmt.Sprintf("%.0f", res.DispatcherPeakRSSMB),
 			fmt.Sprintf("%.1f", res.RowsPerDelivery), count(int(res.WALBytesPerDelivery)), count(int(res.StoredBytesPerDelivery)),
 			fmt.Sprintf("%.0f%%", res.MachineBusy*100), fmt.Sprintf("%.1f", res.LoadAverage),
 		})
