@@ -1,0 +1,88 @@
+package main
+
+import (
+	"crypto/rand"
+	"encoding/hex"
+	"encoding/json"
+	"net/url"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"testing"
+
+	"github.com/stretchr/testify/require"
+
+	"github.com/heraldhq/herald/internal/bench"
+	"github.com/heraldhq/herald/internal/pgtest"
+)
+
+// TestCommandSmoke runs the command as `make bench` does, with the
+// dispatcher as a child process, on two scenarios shrunk to a few hundred
+// deliveries.
+func TestCommandSmoke(t *testing.T) {
+	t.Parallel()
+	dir := t.TempDir()
+	dispatcher := filepath.Join(dir, "dispatcher")
+	build := exec.Command("go", "build", "-o", dispatcher, "github.com/heraldhq/herald/cmd/dispatcher")
+	out, err := build.CombinedOutput()
+	require.NoError(t, err, "build the dispatcher: %s", out)
+
+	jsonPath, svgPath := filepath.Join(dir, "results.json"), filepath.Join(dir, "latency.svg")
+	err = run([]string{
+		"--database-url", scratchURL(t),
+		"--scenarios", "steady,burst",
+		"--smoke", "300",
+		"--dispatcher-bin", dispatcher,
+		"--progress", "0",
+		"--json", jsonPath,
+		"--svg", svgPath,
+	})
+	require.NoError(t, err)
+
+	data, err := os.ReadFile(jsonPath)
+	require.NoError(t, err)
+	var report bench.Report
+	require.NoError(t, json.Unmarshal(data, &report))
+	require.Equal(t, "process", report.Dispatcher)
+	require.Len(t, report.Results, 2)
+	for _, res := range report.Results {
+		require.Empty(t, res.Problem, res.Scenario)
+		require.Equal(t, res.Deliveries, res.Delivered, res.Scenario)
+		require.Positive(t, res.DispatcherCPUSeconds, "%s: the child's CPU time was read", res.Scenario)
+		require.Positive(t, res.DispatcherPeakRSSMB, "%s: the child's peak RSS was read", res.Scenario)
+	}
+	svg, err := os.ReadFile(svgPath)
+	require.NoError(t, err)
+	require.Contains(t, string(svg), "steady")
+}
+
+func TestCommandRejectsBadFlags(t *testing.T) {
+	t.Parallel()
+	for _, tt := range []struct {
+		args []string
+		want string
+	}{
+		{[]string{"--scenarios", "nope"}, `unknown scenario "nope"`},
+		{[]string{"--database-url", "postgres://postgres@127.0.0.1:5432/herald"}, `drops and recreates database "herald"`},
+		{[]string{"--dispatcher", "thread"}, `--dispatcher is "thread"; use process or in-process`},
+		{[]string{"--dispatcher-bin", "/nonexistent/dispatcher", "steady"}, `unexpected argument "steady"`},
+	} {
+		require.ErrorContains(t, run(tt.args), tt.want, "args %q", tt.args)
+	}
+}
+
+// scratchURL names a bench database of this test's own on the test server;
+// the bench drops it when done.
+func scratchURL(t *testing.T) string {
+	t.Helper()
+	server := os.Getenv(pgtest.EnvURL)
+	if server == "" {
+		server = "postgres://postgres@127.0.0.1:5432/postgres?sslmode=disable"
+	}
+	u, err := url.Parse(server)
+	require.NoError(t, err)
+	suffix := make([]byte, 6)
+	_, _ = rand.Read(suffix)
+	u.Path = "/herald_bench_smoke_" + hex.EncodeToString(suffix)
+	return u.String()
+}
