@@ -8,7 +8,7 @@ GO ?= go
 FUZZTIME ?= 5000x
 FUZZ_TARGETS ?= ./schedule/:FuzzParseRetryAfter ./signing/:FuzzParseSignatureHeader ./signing/:FuzzParseSecret ./signing/:FuzzSignMatchesReference ./internal/api/:FuzzPublishRequest ./internal/api/:FuzzEndpointRequest ./receiver/:FuzzDecodePayload
 
-.PHONY: run test check-fmt vet unit fuzz build
+.PHONY: run test check-fmt vet unit fuzz build bench
 
 ## run: start Postgres if needed, the API, the dispatcher and a demo (see scripts/run.sh)
 run: build
@@ -42,3 +42,10 @@ fuzz:
 .PHONY: sim
 sim:
 	$(GO) run ./cmd/whsim --out docs/sim
+
+## bench: every benchmark scenario (under 10 minutes): prints the tables and
+## writes docs/benchmarks/results.json and docs/benchmarks/latency.svg
+BENCH_FLAGS ?= --dispatcher=in-process
+bench: build
+	@mkdir -p docs/benchmarks
+	./bin/bench $(BENCH_FLAGS) --json docs/benchmarks/results.json --svg docs/benchmarks/latency.svg
