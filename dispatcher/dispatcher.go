@@ -47,10 +47,10 @@ const (
 	DefaultShutdownGrace = 30 * time.Second
 )
 
-// fetchCooldown is the least time between two of River's job fetches. With
+// FetchCooldown is the least time between two of River's job fetches. With
 // River's default (100 ms) a process could start at most
 // Workers/0.1 s deliveries per second however fast its receivers answer.
-const fetchCooldown = 10 * time.Millisecond
+const FetchCooldown = 10 * time.Millisecond
 
 // hardStopTimeout bounds the wait for cancelled attempts to return after
 // the grace period.
@@ -142,8 +142,8 @@ func New(cfg Config) (*Dispatcher, error) {
 		JobTimeout:           worker.JobTimeout(),
 		RescueStuckJobsAfter: rescueAfter,
 		MaxAttempts:          delivery.MaxJobAttempts,
-		FetchCooldown:        fetchCooldown,
-		FetchPollInterval:    max(pollInterval, fetchCooldown),
+		FetchCooldown:        FetchCooldown,
+		FetchPollInterval:    max(pollInterval, FetchCooldown),
 		Logger:               logger,
 	})
 	if err != nil {

@@ -89,12 +89,13 @@ func (r *runner) baseline(ctx context.Context, s Scenario) (res Result, err erro
 		rec.delivered.Add(1)
 		return nil
 	}))
+	cooldown := cmp.Or(cfg.FetchCooldown, dispatcher.FetchCooldown)
 	client, err := river.NewClient(riverpgxv5.New(pool), &river.Config{
 		Schema:            migrations.Schema,
 		Queues:            map[string]river.QueueConfig{baselineQueue: {MaxWorkers: cmp.Or(cfg.Workers, dispatcher.DefaultWorkers)}},
 		Workers:           workers,
-		FetchCooldown:     cmp.Or(cfg.FetchCooldown, 20*time.Millisecond),
-		FetchPollInterval: cmp.Or(cfg.FetchPollInterval, dispatcher.DefaultPollInterval),
+		FetchCooldown:     cooldown,
+		FetchPollInterval: max(cmp.Or(cfg.FetchPollInterval, dispatcher.DefaultPollInterval), cooldown),
 		Logger:            slog.New(slog.DiscardHandler),
 	})
 	if err != nil {
