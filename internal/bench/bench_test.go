@@ -48,12 +48,13 @@ func setup(t *testing.T) *testBundle {
 }
 
 // TestScenariosSmoke runs every scenario, shrunk, so that the bench keeps
-// working. It asserts what must hold at any speed, never a timing.
+// working. It asserts what must hold at any speed, never a timing. The
+// scenarios run one after the other: each opens a dozen connections, and
+// test binaries share the server's.
 func TestScenariosSmoke(t *testing.T) {
 	t.Parallel()
 	for _, scenario := range bench.Scenarios {
 		t.Run(scenario.Name, func(t *testing.T) {
-			t.Parallel()
 			b := setup(t)
 			report, err := bench.Run(context.Background(), b.cfg, []bench.Scenario{scenario.Shrunk(smokeDeliveries)})
 			require.NoError(t, err)
