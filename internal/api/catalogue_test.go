@@ -6,6 +6,8 @@ import (
 	"testing"
 
 	"github.com/stretchr/testify/require"
+
+	"github.com/heraldhq/herald/internal/auth"
 )
 
 func TestEventTypeCatalogue(t *testing.T) {
@@ -89,4 +91,24 @@ func TestPortalLinkOpensASessionThatSeesOneTenant(t *testing.T) {
 	b.do(t, b.operator, "POST", "/v1/tenants/acme/portal-links", map[string]int{"ttl_seconds": 100000}).Problem(t, http.StatusUnprocessableEntity)
 	b.do(t, b.globex, "POST", "/v1/tenants/acme/portal-links", nil).Problem(t, http.StatusNotFound)
 	b.do(t, b.operator, "POST", "/v1/tenants/nobody/portal-links", nil).Problem(t, http.StatusNotFound)
+}
+
+func TestPortalSessionsActOnTheirTenantWithoutMintingCredentials(t *testing.T) {
+	t.Parallel()
+	b := setup(t)
+	link, err := auth.MintPortalLink(b.ctx, b.pool, "acme", 0)
+	require.NoError(t, err)
+	session, err := auth.RedeemPortalLink(b.ctx, b.pool, link.Token, 0)
+	require.NoError(t, err)
+
+	require.Equal(t, http.StatusOK, b.do(t, session.Token, "GET", "/v1/tenants/acme/endpoints", nil).Status)
+	b.do(t, session.Token, "GET", "/v1/tenants/globex/endpoints", nil).Problem(t, http.StatusNotFound)
+	for _, route := range [][2]string{
+		{"POST", "/v1/tenants/acme/api-keys"},
+		{"GET", "/v1/tenants/acme/api-keys"},
+		{"POST", "/v1/tenants/acme/portal-links"},
+		{"POST", "/v1/tenants/acme/messages"},
+	} {
+		b.do(t, session.Token, route[0], route[1], nil).Problem(t, http.StatusForbidden)
+	}
 }

@@ -146,6 +146,19 @@ func operatorOnly(next http.Handler) http.Handler {
 	})
 }
 
+// apiKeyOnly guards the routes a portal session may not use: minting API
+// keys or portal links would outlive the session, and publishing is the
+// producer's job, not the webhook receiver's.
+func apiKeyOnly(next http.Handler) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if principal(r).Kind != auth.KindAPIKey {
+			writeProblem(w, r, forbidden("this route needs an API key; a portal session cannot manage keys, mint portal links or publish"))
+			return
+		}
+		next.ServeHTTP(w, r)
+	})
+}
+
 // tenantScope guards every route under /v1/tenants/{tenantID}: a caller
 // that may not see the tenant gets the same 404 as for a tenant that does
 // not exist, so keys learn nothing about other tenants.

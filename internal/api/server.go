@@ -148,12 +148,12 @@ func (s *Server) routes(registry *prometheus.Registry, portal http.Handler) chi.
 			r.Patch("/", s.h(s.updateTenant))
 			r.With(operatorOnly).Delete("/", s.h(s.deleteTenant))
 
-			r.Get("/api-keys", s.h(s.listTenantKeys))
-			r.Post("/api-keys", s.h(s.createTenantKey))
-			r.Delete("/api-keys/{keyID}", s.h(s.revokeTenantKey))
-			r.Post("/portal-links", s.h(s.createPortalLink))
+			r.With(apiKeyOnly).Get("/api-keys", s.h(s.listTenantKeys))
+			r.With(apiKeyOnly).Post("/api-keys", s.h(s.createTenantKey))
+			r.With(apiKeyOnly).Delete("/api-keys/{keyID}", s.h(s.revokeTenantKey))
+			r.With(apiKeyOnly).Post("/portal-links", s.h(s.createPortalLink))
 
-			r.Post("/messages", s.h(s.publish))
+			r.With(apiKeyOnly).Post("/messages", s.h(s.publish))
 			r.Get("/messages", s.h(s.listMessages))
 			r.Get("/messages/{messageID}", s.h(s.getMessage))
 			r.Get("/messages/{messageID}/attempts", s.h(s.listMessageAttempts))
