@@ -57,6 +57,10 @@ func TestResendTestEventAndReplayRoutes(t *testing.T) {
 	b.do(t, b.acme, "GET", replays, nil).Decode(t, &list)
 	require.Len(t, list.Data, 1)
 
+	// Nothing works the queue in this test, so the jobs wait there.
+	metrics := string(b.do(t, "", "GET", "/metrics", nil).Body)
+	require.Contains(t, metrics, `herald_queue_jobs{queue="deliveries",state="available"} 3`, "resend, test event and replay")
+
 	b.do(t, b.acme, "POST", "/v1/tenants/acme/endpoints/"+e.ID+"/disable", nil)
 	b.do(t, b.acme, "POST", replays, map[string]any{"since": time.Now().Add(-time.Hour)}).Problem(t, http.StatusConflict)
 	b.do(t, b.acme, "POST", "/v1/tenants/acme/endpoints/"+e.ID+"/test", nil).Problem(t, http.StatusConflict)
