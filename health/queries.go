@@ -31,11 +31,6 @@ RETURNING tenant_id, url, description, failing_since, last_success_at`
 SET status = 'cancelled', next_attempt_at = NULL, completed_at = $2, updated_at = now()
 WHERE endpoint_id = $1 AND status = 'pending'`
 
-	enableEndpoint = `UPDATE herald.endpoints
-SET enabled = true, disabled_reason = NULL, disabled_at = NULL,
-    failing_since = NULL, failing_notified_at = NULL, updated_at = now()
-WHERE id = $1`
-
 	selectExhausted = `SELECT d.message_id, m.event_type, d.attempt_count, d.first_attempt_at, d.last_attempt_at,
     d.last_status_code, d.last_error, e.id, e.tenant_id, e.url, e.description
 FROM herald.deliveries d

@@ -11,7 +11,7 @@
 // its pending deliveries are cancelled and endpoint.disabled is published.
 // A success ends the spell (and publishes endpoint.recovered if the spell
 // had been announced). A 410 Gone disables at once ([Tracker.Disable]).
-// Re-enabling is explicit ([Tracker.Enable]) and clears all of it.
+// Re-enabling is explicit (store.EnableEndpoint) and clears all of it.
 //
 // Operational events are ordinary messages of the ops tenant (default
 // "herald-ops"), published with outbox.Publish in the same transaction as
@@ -29,9 +29,6 @@ import (
 	"github.com/google/uuid"
 	"github.com/jackc/pgx/v5"
 )
-
-// ErrEndpointNotFound is returned by Enable for an unknown endpoint.
-var ErrEndpointNotFound = errors.New("endpoint not found")
 
 // successResolution is how stale last_success_at may be before a success
 // writes it again. Healthy endpoints succeed constantly; rewriting their row
@@ -197,23 +194,6 @@ func (t *Tracker) Disable(ctx context.Context, tx pgx.Tx, endpointID uuid.UUID, 
 		return false, err
 	}
 	return true, nil
-}
-
-// Enable is the explicit re-enabling of an endpoint: it is enabled again and
-// its disabled reason and time and its failing spell are cleared, so the
-// failing clock starts afresh. Messages skipped or cancelled while it was
-// disabled stay so until they are replayed. It returns ErrEndpointNotFound
-// for an unknown endpoint.
-func (t *Tracker) Enable(ctx context.Context, tx pgx.Tx, endpointID uuid.UUID) error {
-	tag, err := tx.Exec(ctx, enableEndpoint, endpointID)
-	if err != nil {
-		return fmt.Errorf("enable endpoint %s: %w", endpointID, err)
-	}
-	if tag.RowsAffected() == 0 {
-		return fmt.Errorf("enable endpoint %s: %w", endpointID, ErrEndpointNotFound)
-	}
-	t.cfg.Logger.InfoContext(ctx, "endpoint enabled", "endpoint_id", endpointID)
-	return nil
 }
 
 // Exhausted publishes delivery.exhausted for a delivery whose retry window

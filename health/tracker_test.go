@@ -216,7 +216,7 @@ func TestRecoveryIsAnnouncedOnlyAfterAWarning(t *testing.T) {
 	require.Nil(t, bundle.endpointRow(t).FailingNotifiedAt)
 }
 
-func TestDisableCancelsPendingDeliveriesAndEnableClearsState(t *testing.T) {
+func TestDisableCancelsPendingDeliveries(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()
 	bundle := setup(t)
@@ -244,13 +244,6 @@ func TestDisableCancelsPendingDeliveriesAndEnableClearsState(t *testing.T) {
 	})
 	require.Len(t, opsMessages(t, bundle.pool), 1)
 
-	inTx(t, bundle.pool, func(tx pgx.Tx) error { return bundle.tracker.Enable(ctx, tx, bundle.endpoint) })
-	require.Equal(t, endpointRow{Enabled: true}, bundle.endpointRow(t), "re-enabling clears reason, time and the failing spell")
-
-	inTx(t, bundle.pool, func(tx pgx.Tx) error {
-		require.ErrorIs(t, bundle.tracker.Enable(ctx, tx, uuid.New()), health.ErrEndpointNotFound)
-		return nil
-	})
 }
 
 func TestExhaustedDeliveryIsPublished(t *testing.T) {
