@@ -4,7 +4,7 @@ package delivery
 const (
 	// loadDelivery reads what one attempt needs.
 	loadDelivery = `SELECT d.status, d.attempt_count, d.first_attempt_at, d.next_attempt_at,
-    d.message_id, m.body, d.endpoint_id, e.url, e.enabled
+    d.message_id, m.body, d.endpoint_id, e.url, e.enabled, coalesce(e.rate_limit, 0)
 FROM herald.deliveries d
 JOIN herald.messages m ON m.id = d.message_id
 JOIN herald.endpoints e ON e.id = d.endpoint_id
@@ -18,13 +18,13 @@ WHERE id = $1 AND status = 'pending'`
 	// reloadProgress reads what deciding an attempt's outcome depends on.
 	reloadProgress = `SELECT status, attempt_count, first_attempt_at FROM herald.deliveries WHERE id = $1`
 
-	// recordAttempt records one attempt and its outcome in one statement,
-	// hence atomically: the delivery's new state, the attempt row and, after
-	// a 410, the endpoint disabled and its other pending deliveries
-	// cancelled (their queued jobs then find them not pending and send
-	// nothing). The delivery is updated only if its status and attempt count
-	// are still those the outcome was decided on; otherwise nothing is
-	// written and no row is inserted, and the caller decides again.
+	// recordAttempt records one attempt and its outcome in one statement:
+	// the delivery's new state and the attempt row. The delivery is updated
+	// only if its status and attempt count are still those the outcome was
+	// decided on; otherwise nothing is written and no row is inserted, and
+	// the caller decides again. What the outcome means for the endpoint (a
+	// 410 disables it) is applied by the worker's Health in the same
+	// transaction.
 	recordAttempt = `WITH delivery AS (
     UPDATE herald.deliveries
     SET status = @status, attempt_count = attempt_count + 1,
@@ -34,15 +34,6 @@ WHERE id = $1 AND status = 'pending'`
         last_status_code = @status_code, last_error = @problem, updated_at = now()
     WHERE id = @delivery_id AND status = @seen_status AND attempt_count = @seen_attempt_count
     RETURNING id, attempt_count
-), disabled AS (
-    UPDATE herald.endpoints
-    SET enabled = false, disabled_reason = @disabled_reason, disabled_at = @ended_at, updated_at = now()
-    WHERE id = @endpoint_id AND enabled AND @gone::boolean AND EXISTS (SELECT FROM delivery)
-), cancelled AS (
-    UPDATE herald.deliveries
-    SET status = 'cancelled', next_attempt_at = NULL, completed_at = @ended_at, updated_at = now()
-    WHERE endpoint_id = @endpoint_id AND status = 'pending' AND id <> @delivery_id
-      AND @gone::boolean AND EXISTS (SELECT FROM delivery)
 )
 INSERT INTO herald.attempts (id, delivery_id, message_id, endpoint_id, attempt_number, trigger, started_at,
     duration_ms, request_headers, status_code, error, response_excerpt, outcome)

@@ -39,6 +39,8 @@ type loaded struct {
 	endpointID      uuid.UUID
 	url             string
 	endpointEnabled bool
+	// rateLimit is the endpoint's messages per second; 0 means no limit.
+	rateLimit float64
 }
 
 func (w *Worker) load(ctx context.Context, id uuid.UUID) (loaded, error) {
@@ -46,7 +48,7 @@ func (w *Worker) load(ctx context.Context, id uuid.UUID) (loaded, error) {
 	var next *time.Time
 	var body string
 	err := w.db.QueryRow(ctx, loadDelivery, id).Scan(&d.status, &d.attemptCount, &d.firstAttempt, &next,
-		&d.messageID, &body, &d.endpointID, &d.url, &d.endpointEnabled)
+		&d.messageID, &body, &d.endpointID, &d.url, &d.endpointEnabled, &d.rateLimit)
 	if err != nil {
 		return loaded{}, fmt.Errorf("load delivery %s: %w", id, err)
 	}
@@ -59,9 +61,9 @@ func (w *Worker) load(ctx context.Context, id uuid.UUID) (loaded, error) {
 
 // record stores attempt a of delivery d with its outcome and returns when
 // the delivery's next attempt is due (zero when there is none). It is the
-// one place where an attempt changes Herald's state: whatever else an
-// outcome should change (an endpoint's health, say) belongs in the same
-// statement, recordAttempt.
+// one place where an attempt changes Herald's state: the delivery and the
+// attempt row in one statement, recordAttempt, and what the outcome means
+// for the endpoint (Health) in the same transaction.
 func (w *Worker) record(ctx context.Context, d loaded, trigger Trigger, a attempt) (time.Time, error) {
 	p := d.progress
 	for range maxRecordTries {
@@ -100,7 +102,12 @@ func (w *Worker) recordAs(ctx context.Context, d loaded, p progress, trigger Tri
 	if headers == nil {
 		headers = map[string]string{}
 	}
-	tag, err := w.db.Exec(ctx, recordAttempt, pgx.NamedArgs{
+	tx, err := w.db.Begin(ctx)
+	if err != nil {
+		return time.Time{}, false, fmt.Errorf("record attempt %d of delivery %s: %w", number, d.id, err)
+	}
+	defer func() { _ = tx.Rollback(context.WithoutCancel(ctx)) }()
+	tag, err := tx.Exec(ctx, recordAttempt, pgx.NamedArgs{
 		"delivery_id":        d.id,
 		"seen_status":        p.status,
 		"seen_attempt_count": p.attemptCount,
@@ -108,12 +115,9 @@ func (w *Worker) recordAs(ctx context.Context, d loaded, p progress, trigger Tri
 		"next_attempt_at":    s.next,
 		"completed_at":       s.completed,
 		"started_at":         a.startedAt,
-		"ended_at":           ended,
 		"duration_ms":        a.duration.Milliseconds(),
 		"status_code":        nullIfZero(a.result.StatusCode),
 		"problem":            nullIfEmpty(o.Problem),
-		"gone":               o.Verdict == EndpointGone,
-		"disabled_reason":    DisabledReason,
 		"attempt_id":         attemptID,
 		"message_id":         d.messageID,
 		"endpoint_id":        d.endpointID,
@@ -128,8 +132,15 @@ func (w *Worker) recordAs(ctx context.Context, d loaded, p progress, trigger Tri
 	if tag.RowsAffected() == 0 {
 		return time.Time{}, false, nil
 	}
+	stopped, err := w.applyHealth(ctx, tx, d, o, s.status == statusFailed, ended)
+	if err != nil {
+		return time.Time{}, false, err
+	}
+	if err := tx.Commit(ctx); err != nil {
+		return time.Time{}, false, fmt.Errorf("record attempt %d of delivery %s: %w", number, d.id, err)
+	}
 	w.log(ctx, d, number, o)
-	if s.next == nil {
+	if s.next == nil || stopped {
 		return time.Time{}, true, nil
 	}
 	return *s.next, true, nil

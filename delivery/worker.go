@@ -14,6 +14,8 @@ import (
 	"github.com/jackc/pgx/v5/pgconn"
 	"github.com/riverqueue/river"
 
+	"github.com/heraldhq/herald/health"
+	"github.com/heraldhq/herald/internal/ratelimit"
 	"github.com/heraldhq/herald/internal/version"
 	"github.com/heraldhq/herald/schedule"
 	"github.com/heraldhq/herald/signing"
@@ -80,6 +82,18 @@ type Config struct {
 	Transport http.RoundTripper
 	// UserAgent is sent on every request. Defaults to "Herald/<version>".
 	UserAgent string
+	// Health is told the result of every attempt in the transaction that
+	// records it. Defaults to a health.Tracker with health's defaults
+	// (disable after 5 days of failures, warn after 24 h, operational
+	// events to the tenant "herald-ops").
+	Health Health
+	// RateLimiter holds deliveries to their endpoint's rate limit.
+	// Defaults to a ratelimit.Limiter for a single dispatcher; the
+	// dispatcher passes one that shares each limit between replicas.
+	RateLimiter RateLimiter
+	// Now is the clock attempts are timed and recorded by. Defaults to
+	// time.Now; tests move it to let days pass.
+	Now func() time.Time
 	// Logger receives the worker's logs. Defaults to slog.Default().
 	Logger *slog.Logger
 }
@@ -98,6 +112,8 @@ type Worker struct {
 	userAgent     string
 	logger        *slog.Logger
 	inflight      *inflight
+	health        Health
+	rateLimiter   RateLimiter
 	now           func() time.Time
 }
 
@@ -133,16 +149,30 @@ func NewWorker(cfg Config) (*Worker, error) {
 			// signed payloads to an address nobody registered.
 			CheckRedirect: func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse },
 		},
-		userAgent: cfg.UserAgent,
-		logger:    cfg.Logger,
-		inflight:  newInflight(maxInflight),
-		now:       time.Now,
+		userAgent:   cfg.UserAgent,
+		logger:      cmp.Or(cfg.Logger, slog.Default()),
+		inflight:    newInflight(maxInflight),
+		health:      cfg.Health,
+		rateLimiter: cfg.RateLimiter,
+		now:         cfg.Now,
+	}
+	if w.now == nil {
+		w.now = time.Now
 	}
 	if w.userAgent == "" {
 		w.userAgent = "Herald/" + version.String()
 	}
-	if w.logger == nil {
-		w.logger = slog.Default()
+	if w.health == nil {
+		tracker, err := health.New(health.Config{Logger: w.logger})
+		if err != nil {
+			return nil, fmt.Errorf("delivery worker: %w", err)
+		}
+		w.health = tracker
+	}
+	if w.rateLimiter == nil {
+		limiter := ratelimit.NewLimiter(nil)
+		limiter.Now = w.now
+		w.rateLimiter = limiter
 	}
 	return w, nil
 }
@@ -198,6 +228,9 @@ func (w *Worker) Work(ctx context.Context, job *river.Job[Args]) error {
 	// attempt and snoozing wakes early; the delivery row knows the retry.
 	if trigger == TriggerScheduled && d.nextAttemptAt.After(now) {
 		return river.JobSnooze(d.nextAttemptAt.Sub(now))
+	}
+	if err := w.rateLimiter.Admit(ctx, job.JobRow, d.endpointID, d.rateLimit); err != nil {
+		return err
 	}
 
 	secrets, err := w.secrets.ActiveSecrets(ctx, d.endpointID, now)

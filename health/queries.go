@@ -26,10 +26,18 @@ WHERE id = $1 AND enabled
 RETURNING tenant_id, url, description, failing_since, last_success_at`
 
 	// cancelPendingDeliveries runs after disableEndpoint: the queued jobs of
-	// the cancelled deliveries find them not pending and send nothing.
+	// the cancelled deliveries find them not pending and send nothing. A
+	// delivery whose attempt is being recorded right now is locked by that
+	// transaction, which waits for this one's endpoint lock; it is skipped
+	// rather than waited for (that would deadlock), and its job cancels it
+	// when it next wakes and finds the endpoint disabled.
 	cancelPendingDeliveries = `UPDATE herald.deliveries
 SET status = 'cancelled', next_attempt_at = NULL, completed_at = $2, updated_at = now()
-WHERE endpoint_id = $1 AND status = 'pending'`
+WHERE id IN (
+    SELECT id FROM herald.deliveries
+    WHERE endpoint_id = $1 AND status = 'pending'
+    FOR UPDATE SKIP LOCKED
+)`
 
 	selectExhausted = `SELECT d.message_id, m.event_type, d.attempt_count, d.first_attempt_at, d.last_attempt_at,
     d.last_status_code, d.last_error, e.id, e.tenant_id, e.url, e.description

@@ -1,0 +1,193 @@
+package delivery_test
+
+import (
+	"context"
+	"encoding/json"
+	"log/slog"
+	"net/http"
+	"net/url"
+	"slices"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/jackc/pgx/v5"
+	"github.com/riverqueue/river"
+	"github.com/riverqueue/river/riverdriver/riverpgxv5"
+	"github.com/riverqueue/river/rivertest"
+	"github.com/riverqueue/river/rivertype"
+	"github.com/stretchr/testify/require"
+
+	"github.com/heraldhq/herald/delivery"
+	"github.com/heraldhq/herald/health"
+	"github.com/heraldhq/herald/internal/pgtest"
+	"github.com/heraldhq/herald/internal/ratelimit"
+	"github.com/heraldhq/herald/internal/ssrf"
+	"github.com/heraldhq/herald/internal/webhooktest"
+	"github.com/heraldhq/herald/migrations"
+)
+
+// testClock is one stubbed clock for River, the worker and the limiter.
+type testClock struct {
+	mu  sync.Mutex
+	now time.Time
+}
+
+func (c *testClock) Now() time.Time {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.now
+}
+
+func (c *testClock) NowOrNil() *time.Time {
+	now := c.Now()
+	return &now
+}
+
+func (c *testClock) Set(now time.Time) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.now = now
+}
+
+// steppedBundle works delivery jobs one call at a time on a stubbed clock
+// (rivertest.Worker), so a test decides when each job runs.
+type steppedBundle struct {
+	*testBundle
+	clock  *testClock
+	worker *rivertest.Worker[delivery.Args, pgx.Tx]
+	tx     pgx.Tx
+}
+
+func setupStepped(t *testing.T, cfg delivery.Config) (*steppedBundle, context.Context) {
+	t.Helper()
+	ctx := context.Background()
+	b := &testBundle{pool: pgtest.NewPool(t), secrets: &webhooktest.Secrets{}}
+	_, err := b.pool.Exec(ctx, "INSERT INTO herald.tenants (id) VALUES ($1)", tenant)
+	require.NoError(t, err)
+	tx, err := b.pool.Begin(ctx)
+	require.NoError(t, err)
+	t.Cleanup(func() { _ = tx.Rollback(context.Background()) })
+
+	clock := &testClock{now: time.Now().UTC().Truncate(time.Second)}
+	limiter := ratelimit.NewLimiter(nil)
+	limiter.Now = clock.Now
+	cfg.DB, cfg.Secrets, cfg.Now, cfg.RateLimiter = b.pool, b.secrets, clock.Now, limiter
+	cfg.Logger = slog.New(slog.DiscardHandler)
+	w, err := delivery.NewWorker(cfg)
+	require.NoError(t, err)
+	config := &river.Config{Schema: migrations.Schema, Test: river.TestConfig{Time: clock}}
+	return &steppedBundle{
+		testBundle: b,
+		clock:      clock,
+		worker:     rivertest.NewWorker(t, riverpgxv5.New(nil), config, river.Worker[delivery.Args](w)),
+		tx:         tx,
+	}, ctx
+}
+
+// Fifty deliveries to an endpoint limited to 5 messages per second, all
+// picked up at once: one is sent and 49 snooze to slots 200 ms apart, so the
+// job schedule spans about 10 s and no worker waits. Run at their scheduled
+// times, every one is sent without snoozing again.
+func TestRateLimitSpreadsDeliveriesOverTheJobSchedule(t *testing.T) {
+	t.Parallel()
+	b, ctx := setupStepped(t, delivery.Config{Policy: fast})
+	r := webhooktest.NewReceiver(t, webhooktest.Status(200))
+	endpoint := b.endpoint(t, ctx, r.URL)
+	_, err := b.pool.Exec(ctx, "UPDATE herald.endpoints SET rate_limit = 5 WHERE id = $1", endpoint)
+	require.NoError(t, err)
+	start := b.clock.Now()
+
+	var snoozed []*rivertype.JobRow
+	for range 50 {
+		id := b.pendingDelivery(t, ctx, b.message(t, ctx), endpoint)
+		result, err := b.worker.Work(ctx, t, b.tx, delivery.Args{DeliveryID: id, EndpointID: endpoint}, nil)
+		require.NoError(t, err)
+		if result.EventKind == river.EventKindJobSnoozed {
+			snoozed = append(snoozed, result.Job)
+		}
+	}
+	require.Equal(t, 1, r.Count(), "one delivery goes out at once")
+	require.Len(t, snoozed, 49)
+	slices.SortFunc(snoozed, func(a, b *rivertype.JobRow) int { return a.ScheduledAt.Compare(b.ScheduledAt) })
+	for i, job := range snoozed {
+		require.Equal(t, time.Duration(i+1)*200*time.Millisecond, job.ScheduledAt.Sub(start), "snoozed delivery %d", i)
+	}
+	require.Equal(t, 9800*time.Millisecond, snoozed[len(snoozed)-1].ScheduledAt.Sub(start), "50 deliveries at 5/s span about 10 s")
+
+	for _, job := range snoozed {
+		b.clock.Set(job.ScheduledAt)
+		result, err := b.worker.WorkJob(ctx, t, b.tx, job)
+		require.NoError(t, err)
+		require.Equal(t, river.EventKindJobCompleted, result.EventKind, "a delivery woken at its slot is sent")
+	}
+	require.Equal(t, 50, r.Count())
+	var succeeded int
+	require.NoError(t, b.pool.QueryRow(ctx, "SELECT count(*) FROM herald.deliveries WHERE status = 'succeeded'").Scan(&succeeded))
+	require.Equal(t, 50, succeeded)
+}
+
+// The guard refuses a connection to a blocked address however the URL
+// names it; the attempt is recorded with an error that says why, and nothing
+// reaches the receiver.
+func TestSSRFGuardRefusalIsRecordedOnTheAttempt(t *testing.T) {
+	t.Parallel()
+	b, ctx := setup(t, delivery.Config{Policy: once, Transport: ssrf.New().Transport()})
+	r := webhooktest.NewReceiver(t, webhooktest.Status(200))
+	u, err := url.Parse(r.URL)
+	require.NoError(t, err)
+
+	for _, target := range []string{
+		r.URL,
+		"http://localhost:" + u.Port() + "/",
+		"http://[::ffff:127.0.0.1]:" + u.Port() + "/",
+	} {
+		id := b.enqueue(t, ctx, b.message(t, ctx), b.endpoint(t, ctx, target))
+		d := b.waitStatus(t, ctx, id, "failed")
+		require.Contains(t, *d.LastError, "loopback", target)
+		require.Contains(t, *d.LastError, "SSRF guard", target)
+		attempts := b.attempts(t, ctx, id)
+		require.Len(t, attempts, 1)
+		require.Nil(t, attempts[0].StatusCode)
+		require.Equal(t, *d.LastError, *attempts[0].Error)
+	}
+	require.Zero(t, r.Count(), "no request may reach a blocked address")
+}
+
+// A 410 disables the endpoint at once and reports it as endpoint.disabled.
+func TestGoneIsReportedAsOperationalEvent(t *testing.T) {
+	t.Parallel()
+	b, ctx := setup(t, delivery.Config{Policy: fast})
+	endpoint := b.endpoint(t, ctx, webhooktest.NewReceiver(t, webhooktest.Status(http.StatusGone)).URL)
+	id := b.enqueue(t, ctx, b.message(t, ctx), endpoint)
+	b.waitStatus(t, ctx, id, "failed")
+
+	var eventType, body string
+	require.NoError(t, b.pool.QueryRow(ctx, "SELECT event_type, body FROM herald.messages WHERE tenant_id = $1", health.DefaultOpsTenant).
+		Scan(&eventType, &body))
+	require.Equal(t, health.TypeEndpointDisabled, eventType)
+	var payload struct{ Data health.DisabledEvent }
+	require.NoError(t, json.Unmarshal([]byte(body), &payload))
+	require.Equal(t, endpoint, payload.Data.Endpoint.ID)
+	require.Equal(t, delivery.DisabledReason, payload.Data.Reason)
+	require.Nil(t, payload.Data.FailingSince, "a healthy endpoint answered 410")
+}
+
+// A delivery whose retry window is spent is reported as delivery.exhausted,
+// and its failures start the endpoint's failing spell.
+func TestExhaustedDeliveryIsReported(t *testing.T) {
+	t.Parallel()
+	b, ctx := setup(t, delivery.Config{Policy: once})
+	endpoint := b.endpoint(t, ctx, webhooktest.NewReceiver(t, webhooktest.Status(500)).URL)
+	id := b.enqueue(t, ctx, b.message(t, ctx), endpoint)
+	b.waitStatus(t, ctx, id, "failed")
+
+	var eventType, objectID string
+	require.NoError(t, b.pool.QueryRow(ctx, "SELECT event_type, object_id FROM herald.messages WHERE tenant_id = $1", health.DefaultOpsTenant).
+		Scan(&eventType, &objectID))
+	require.Equal(t, health.TypeDeliveryExhausted, eventType)
+	require.Equal(t, id.String(), objectID)
+	var failingSince *time.Time
+	require.NoError(t, b.pool.QueryRow(ctx, "SELECT failing_since FROM herald.endpoints WHERE id = $1", endpoint).Scan(&failingSince))
+	require.NotNil(t, failingSince)
+}
