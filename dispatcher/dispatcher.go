@@ -25,6 +25,7 @@ import (
 	"github.com/riverqueue/river/riverdriver/riverpgxv5"
 
 	"github.com/heraldhq/herald/delivery"
+	"github.com/heraldhq/herald/internal/ratelimit"
 	"github.com/heraldhq/herald/migrations"
 	"github.com/heraldhq/herald/replay"
 )
@@ -62,7 +63,10 @@ type Config struct {
 	Pool *pgxpool.Pool
 	// Delivery configures the worker that sends each attempt: signing
 	// secrets (required), retry policy, HTTP timeout, per-endpoint
-	// in-flight cap. Its DB and Logger default to Pool and Logger.
+	// in-flight cap, endpoint health. Its DB and Logger default to Pool and
+	// Logger, and its RateLimiter to one that divides each endpoint's rate
+	// limit between the live dispatchers, counted through a heartbeat row
+	// each of them keeps in herald.dispatchers.
 	Delivery delivery.Config
 	// Workers is how many attempts this process runs at once. Defaults to
 	// 100. Zero means the default.
@@ -99,6 +103,9 @@ type Dispatcher struct {
 	batchSize    int
 	pollInterval time.Duration
 	grace        time.Duration
+	// heartbeat counts the live dispatchers, which share each endpoint's
+	// rate limit; nil when Config.Delivery brought its own RateLimiter.
+	heartbeat *ratelimit.Heartbeat
 }
 
 // New checks cfg and builds a Dispatcher; nothing runs until Run.
@@ -115,6 +122,11 @@ func New(cfg Config) (*Dispatcher, error) {
 		deliveryCfg.DB = cfg.Pool
 	}
 	deliveryCfg.Logger = cmp.Or(deliveryCfg.Logger, logger)
+	var heartbeat *ratelimit.Heartbeat
+	if deliveryCfg.RateLimiter == nil {
+		heartbeat = ratelimit.NewHeartbeat(cfg.Pool, ratelimit.HeartbeatConfig{Logger: logger})
+		deliveryCfg.RateLimiter = ratelimit.NewLimiter(heartbeat)
+	}
 	worker, err := delivery.NewWorker(deliveryCfg)
 	if err != nil {
 		return nil, err
@@ -156,6 +168,7 @@ func New(cfg Config) (*Dispatcher, error) {
 		batchSize:    cmp.Or(cfg.BatchSize, DefaultBatchSize),
 		pollInterval: pollInterval,
 		grace:        cmp.Or(cfg.ShutdownGrace, DefaultShutdownGrace),
+		heartbeat:    heartbeat,
 	}, nil
 }
 
@@ -170,9 +183,20 @@ func (d *Dispatcher) Run(ctx context.Context) error {
 	if err := d.river.Start(context.WithoutCancel(ctx)); err != nil {
 		return fmt.Errorf("start River: %w", err)
 	}
+	beating := make(chan struct{})
+	go func() {
+		defer close(beating)
+		if d.heartbeat != nil {
+			// It stops with ctx, so the replicas that keep running take
+			// over this one's share of the rate limits at once.
+			d.heartbeat.Run(ctx)
+		}
+	}()
 	d.logger.InfoContext(ctx, "dispatcher started")
 	d.fanOutLoop(ctx)
-	return d.stop()
+	err := d.stop()
+	<-beating
+	return err
 }
 
 func (d *Dispatcher) stop() error {
