@@ -61,6 +61,10 @@ func Open(ctx context.Context, dsn string, opts Options) (*pgxpool.Pool, error) 
 	if opts.MaxConns > 0 {
 		cfg.MaxConns = opts.MaxConns
 	}
+	cfg.AfterConnect = func(_ context.Context, conn *pgx.Conn) error {
+		registerUUID(conn.TypeMap())
+		return nil
+	}
 	pool, err := connect(ctx, cfg)
 	if err != nil && opts.CreateDatabase && isMissingDatabase(err) {
 		if err := createDatabase(ctx, cfg.ConnConfig); err != nil {
