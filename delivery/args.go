@@ -49,11 +49,11 @@ func (t Trigger) valid() bool {
 // (a resend) sets the delivery back to pending in the same transaction; a
 // job for a delivery that is not pending does nothing.
 type Args struct {
-	// DeliveryID is the herald.deliveries row to send.
+	// DeliveryID is the herald.deliveries row to send. Required.
 	DeliveryID uuid.UUID `json:"delivery_id"`
 	// EndpointID is the delivery's endpoint. It is repeated here so a job
 	// can be held back by its endpoint's in-flight cap before it reads
-	// anything from the database.
+	// anything from the database. Required.
 	EndpointID uuid.UUID `json:"endpoint_id"`
 	// Trigger is recorded on every attempt the job makes. Empty means
 	// TriggerScheduled.
@@ -68,7 +68,11 @@ func (Args) InsertOpts() river.InsertOpts {
 	return river.InsertOpts{Queue: Queue, MaxAttempts: MaxJobAttempts}
 }
 
-func (a Args) trigger() (Trigger, error) {
+// check returns the job's trigger, or why the job can never run.
+func (a Args) check() (Trigger, error) {
+	if a.DeliveryID == uuid.Nil || a.EndpointID == uuid.Nil {
+		return "", fmt.Errorf("delivery job without delivery_id (%s) or endpoint_id (%s); insert delivery.Args with both", a.DeliveryID, a.EndpointID)
+	}
 	if a.Trigger == "" {
 		return TriggerScheduled, nil
 	}

@@ -20,7 +20,6 @@ import (
 
 	"github.com/heraldhq/herald/delivery"
 	"github.com/heraldhq/herald/health"
-	"github.com/heraldhq/herald/internal/pgtest"
 	"github.com/heraldhq/herald/internal/ratelimit"
 	"github.com/heraldhq/herald/internal/ssrf"
 	"github.com/heraldhq/herald/internal/webhooktest"
@@ -61,10 +60,7 @@ type steppedBundle struct {
 
 func setupStepped(t *testing.T, cfg delivery.Config) (*steppedBundle, context.Context) {
 	t.Helper()
-	ctx := context.Background()
-	b := &testBundle{pool: pgtest.NewPool(t), secrets: &webhooktest.Secrets{}}
-	_, err := b.pool.Exec(ctx, "INSERT INTO herald.tenants (id) VALUES ($1)", tenant)
-	require.NoError(t, err)
+	b, ctx := newBundle(t)
 	tx, err := b.pool.Begin(ctx)
 	require.NoError(t, err)
 	t.Cleanup(func() { _ = tx.Rollback(context.Background()) })
@@ -72,7 +68,7 @@ func setupStepped(t *testing.T, cfg delivery.Config) (*steppedBundle, context.Co
 	clock := &testClock{now: time.Now().UTC().Truncate(time.Second)}
 	limiter := ratelimit.NewLimiter(nil)
 	limiter.Now = clock.Now
-	cfg.DB, cfg.Secrets, cfg.Now, cfg.RateLimiter = b.pool, b.secrets, clock.Now, limiter
+	cfg.DB, cfg.Secrets, cfg.Now, cfg.RateLimiter = b.pool, b.store, clock.Now, limiter
 	cfg.Logger = slog.New(slog.DiscardHandler)
 	w, err := delivery.NewWorker(cfg)
 	require.NoError(t, err)

@@ -47,24 +47,29 @@ func MessageHeaderID(messageID uuid.UUID) string {
 	return "msg_" + messageID.String()
 }
 
-// send makes one attempt: it signs body for this moment with every secret
-// and POSTs it, giving up after timeout. It never returns an error: what
-// went wrong is part of the attempt.
-func (w *Worker) send(ctx context.Context, target string, messageID uuid.UUID, body []byte, secrets []signing.Secret) (a attempt) {
+// send makes one attempt of d: it signs the body for this moment with every
+// active secret of the endpoint and POSTs it, giving up after the timeout.
+// It never returns an error: what went wrong, including failing to sign, is
+// part of the attempt.
+func (w *Worker) send(ctx context.Context, d loaded) (a attempt) {
 	a.startedAt = w.now()
 	defer func() { a.duration = w.now().Sub(a.startedAt) }()
 
 	ctx, cancel := context.WithTimeout(ctx, w.timeout)
 	defer cancel()
-	req, err := http.NewRequestWithContext(ctx, http.MethodPost, target, bytes.NewReader(body))
+	req, err := http.NewRequestWithContext(ctx, http.MethodPost, d.url, bytes.NewReader(d.body))
 	if err != nil {
 		a.result.Err = fmt.Errorf("the endpoint URL cannot be requested (%v); fix the endpoint's URL", unwrapURLError(err))
 		return a
 	}
 	req.Header.Set("Content-Type", "application/json")
 	req.Header.Set("User-Agent", w.userAgent)
-	if err := signing.SignHeaders(req.Header, MessageHeaderID(messageID), a.startedAt, body, secrets...); err != nil {
-		a.result.Err = fmt.Errorf("not sent: %w; give the endpoint an active signing secret", err)
+	secrets, err := w.secrets.ActiveSecrets(ctx, d.endpointID, a.startedAt)
+	if err == nil {
+		err = signing.SignHeaders(req.Header, MessageHeaderID(d.messageID), a.startedAt, d.body, secrets...)
+	}
+	if err != nil {
+		a.result.Err = fmt.Errorf("not sent, could not sign: %w", err)
 		return a
 	}
 	a.headers = make(map[string]string, len(req.Header))

@@ -16,11 +16,12 @@ import (
 
 	"github.com/heraldhq/herald/delivery"
 	"github.com/heraldhq/herald/internal/pgtest"
-	"github.com/heraldhq/herald/internal/webhooktest"
+	"github.com/heraldhq/herald/internal/secretbox"
 	"github.com/heraldhq/herald/migrations"
 	"github.com/heraldhq/herald/outbox"
 	"github.com/heraldhq/herald/schedule"
 	"github.com/heraldhq/herald/signing"
+	"github.com/heraldhq/herald/store"
 )
 
 const tenant = "acme"
@@ -32,21 +33,31 @@ var fast = schedule.Policy{Base: 20 * time.Millisecond, Cap: 100 * time.Millisec
 var once = schedule.Policy{Window: time.Nanosecond}
 
 type testBundle struct {
-	pool    *pgxpool.Pool
-	client  *river.Client[pgx.Tx]
-	secrets *webhooktest.Secrets
+	pool   *pgxpool.Pool
+	client *river.Client[pgx.Tx]
+	store  *store.Store
+}
+
+// newBundle gives a test its database, with the store and one tenant.
+func newBundle(t *testing.T) (*testBundle, context.Context) {
+	t.Helper()
+	ctx := context.Background()
+	b := &testBundle{pool: pgtest.NewPool(t)}
+	box, err := secretbox.Parse(secretbox.Generate())
+	require.NoError(t, err)
+	b.store, err = store.New(b.pool, store.Config{Box: box})
+	require.NoError(t, err)
+	_, err = b.store.CreateTenant(ctx, store.NewTenant{ID: tenant})
+	require.NoError(t, err)
+	return b, ctx
 }
 
 // setup starts a River client working deliveries with a worker configured
 // by cfg (DB and Secrets are filled in).
 func setup(t *testing.T, cfg delivery.Config) (*testBundle, context.Context) {
 	t.Helper()
-	ctx := context.Background()
-	b := &testBundle{pool: pgtest.NewPool(t), secrets: &webhooktest.Secrets{}}
-	_, err := b.pool.Exec(ctx, "INSERT INTO herald.tenants (id) VALUES ($1)", tenant)
-	require.NoError(t, err)
-
-	cfg.DB, cfg.Secrets = b.pool, b.secrets
+	b, ctx := newBundle(t)
+	cfg.DB, cfg.Secrets = b.pool, b.store
 	cfg.Logger = slog.New(slog.DiscardHandler)
 	worker, err := delivery.NewWorker(cfg)
 	require.NoError(t, err)
@@ -71,20 +82,25 @@ func setup(t *testing.T, cfg delivery.Config) (*testBundle, context.Context) {
 	return b, ctx
 }
 
-// endpoint creates an enabled endpoint at url signed with a fresh secret,
-// or with the given secrets.
-func (b *testBundle) endpoint(t *testing.T, ctx context.Context, url string, secrets ...signing.Secret) uuid.UUID {
+// endpoint creates an enabled endpoint at url, with a fresh whsec_ secret
+// or the given one.
+func (b *testBundle) endpoint(t *testing.T, ctx context.Context, url string, secret ...signing.Secret) uuid.UUID {
 	t.Helper()
-	id := uuid.Must(uuid.NewV7())
-	_, err := b.pool.Exec(ctx, "INSERT INTO herald.endpoints (id, tenant_id, url) VALUES ($1, $2, $3)", id, tenant, url)
-	require.NoError(t, err)
-	if len(secrets) == 0 {
-		secret, err := signing.GenerateHMACSecret()
-		require.NoError(t, err)
-		secrets = []signing.Secret{secret}
+	n := store.NewEndpoint{TenantID: tenant, URL: url}
+	if len(secret) > 0 {
+		n.Secret = secret[0]
 	}
-	b.secrets.Set(id, secrets...)
-	return id
+	e, err := b.store.CreateEndpoint(ctx, n)
+	require.NoError(t, err)
+	return e.ID
+}
+
+// secret returns an endpoint's current secret.
+func (b *testBundle) secret(t *testing.T, ctx context.Context, endpoint uuid.UUID) signing.Secret {
+	t.Helper()
+	secret, err := b.store.RevealSecret(ctx, endpoint)
+	require.NoError(t, err)
+	return secret
 }
 
 // message publishes an invoice.paid event and returns its id.
@@ -185,11 +201,4 @@ func (b *testBundle) body(t *testing.T, ctx context.Context, message uuid.UUID) 
 	var body string
 	require.NoError(t, b.pool.QueryRow(ctx, "SELECT body FROM herald.messages WHERE id = $1", message).Scan(&body))
 	return body
-}
-
-// waitCount waits until r has received n requests.
-func waitCount(t *testing.T, r *webhooktest.Receiver, n int) {
-	t.Helper()
-	require.Eventually(t, func() bool { return r.Count() >= n }, 20*time.Second, 10*time.Millisecond,
-		"the receiver got %d requests, want %d", r.Count(), n)
 }

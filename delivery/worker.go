@@ -34,10 +34,6 @@ const (
 	DefaultMaxBusySnooze = 5 * time.Second
 )
 
-// jobTimeoutMargin is how much longer than the HTTP timeout a job may run:
-// time to load the delivery and record the attempt.
-const jobTimeoutMargin = 15 * time.Second
-
 // DB is what the worker needs of Postgres; a *pgxpool.Pool is one.
 type DB interface {
 	Begin(ctx context.Context) (pgx.Tx, error)
@@ -47,7 +43,9 @@ type DB interface {
 
 // SecretSource returns the secrets an endpoint's messages are signed with at
 // a given time: every active one, so that receivers verify during a
-// rotation with either the old or the new secret.
+// rotation with either the old or the new secret. An error or no secret at
+// all is recorded as a failed attempt that sent nothing, and retried on the
+// schedule like any other.
 type SecretSource interface {
 	ActiveSecrets(ctx context.Context, endpointID uuid.UUID, now time.Time) ([]signing.Secret, error)
 }
@@ -177,10 +175,10 @@ func NewWorker(cfg Config) (*Worker, error) {
 	return w, nil
 }
 
-// JobTimeout is how long River lets one job run: the HTTP timeout plus 15 s
-// to load the delivery and record the attempt.
+// JobTimeout is how long River lets one job run: twice the HTTP timeout,
+// which leaves as long again to load the delivery and record the attempt.
 func (w *Worker) JobTimeout() time.Duration {
-	return w.timeout + jobTimeoutMargin
+	return 2 * w.timeout
 }
 
 // Timeout implements river.Worker; it returns JobTimeout.
@@ -194,7 +192,7 @@ func (w *Worker) Timeout(*river.Job[Args]) time.Duration {
 // attempt the job snoozes until the retry; River does not count a snooze as
 // a job attempt.
 func (w *Worker) Work(ctx context.Context, job *river.Job[Args]) error {
-	trigger, err := job.Args.trigger()
+	trigger, err := job.Args.check()
 	if err != nil {
 		return river.JobCancel(err)
 	}
@@ -233,11 +231,7 @@ func (w *Worker) Work(ctx context.Context, job *river.Job[Args]) error {
 		return err
 	}
 
-	secrets, err := w.secrets.ActiveSecrets(ctx, d.endpointID, now)
-	if err != nil {
-		return fmt.Errorf("delivery %s: secrets of endpoint %s: %w", d.id, d.endpointID, err)
-	}
-	a := w.send(ctx, d.url, d.messageID, d.body, secrets)
+	a := w.send(ctx, d)
 	if err := ctx.Err(); err != nil {
 		// The process is stopping: River runs the job again, here or in
 		// another dispatcher, and the receiver dedupes on webhook-id.

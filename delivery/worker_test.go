@@ -23,11 +23,12 @@ func TestWorkerSendsSignedWebhook(t *testing.T) {
 		w.WriteHeader(http.StatusOK)
 		_, _ = w.Write([]byte(large))
 	})
-	current, err := signing.GenerateHMACSecret()
-	require.NoError(t, err)
 	previous, err := signing.GenerateEd25519Secret()
 	require.NoError(t, err)
-	endpoint := b.endpoint(t, ctx, r.URL, current, previous)
+	endpoint := b.endpoint(t, ctx, r.URL, previous)
+	// During a rotation's grace period both keys sign.
+	current, err := b.store.RotateSecret(ctx, endpoint, time.Hour)
+	require.NoError(t, err)
 	message := b.message(t, ctx)
 	id := b.enqueue(t, ctx, message, endpoint)
 
@@ -46,11 +47,11 @@ func TestWorkerSendsSignedWebhook(t *testing.T) {
 	require.True(t, strings.HasPrefix(req.Header.Get("User-Agent"), "Herald/"), "user-agent %q", req.Header.Get("User-Agent"))
 	require.Equal(t, "msg_"+message.String(), req.Header.Get(signing.HeaderID))
 	require.Len(t, strings.Fields(req.Header.Get(signing.HeaderSignature)), 2, "one signature per active secret")
-	public, err := previous.Public()
-	require.NoError(t, err)
-	for _, secret := range []signing.Secret{current, public} {
-		require.NoError(t, signing.Verifier{Secrets: []signing.Secret{secret}}.Verify(req.Header, req.Body),
-			"a receiver holding only %s must verify", secret.Algorithm())
+	for name, secret := range map[string]signing.Secret{"current": current, "previous": previous} {
+		public, err := secret.Public()
+		require.NoError(t, err)
+		require.NoError(t, signing.Verifier{Secrets: []signing.Secret{public}}.Verify(req.Header, req.Body),
+			"a receiver holding only the %s key must verify", name)
 	}
 
 	attempts := b.attempts(t, ctx, id)
@@ -69,6 +70,7 @@ func TestWorkerSendsSignedWebhook(t *testing.T) {
 	}
 	for name, value := range a.RequestHeaders {
 		require.NotContains(t, value, current.String(), "header %s holds the secret", name)
+		require.NotContains(t, value, previous.String(), "header %s holds the secret", name)
 		require.NotContains(t, value, signing.HMACSecretPrefix, "header %s holds a secret", name)
 		require.NotContains(t, value, signing.Ed25519PrivateKeyPrefix, "header %s holds a secret", name)
 	}
@@ -79,9 +81,8 @@ func TestWorkerRetriesUntilSuccess(t *testing.T) {
 	b, ctx := setup(t, delivery.Config{Policy: fast})
 
 	r := webhooktest.NewReceiver(t, webhooktest.Status(500, 500, 200))
-	secret, err := signing.GenerateHMACSecret()
-	require.NoError(t, err)
-	endpoint := b.endpoint(t, ctx, r.URL, secret)
+	endpoint := b.endpoint(t, ctx, r.URL)
+	secret := b.secret(t, ctx, endpoint)
 	message := b.message(t, ctx)
 	id := b.enqueue(t, ctx, message, endpoint)
 
@@ -226,7 +227,7 @@ func TestWorkerSkipsDisabledEndpoint(t *testing.T) {
 
 	r := webhooktest.NewReceiver(t, webhooktest.Status(200))
 	endpoint := b.endpoint(t, ctx, r.URL)
-	_, err := b.pool.Exec(ctx, "UPDATE herald.endpoints SET enabled = false WHERE id = $1", endpoint)
+	_, err := b.store.DisableEndpoint(ctx, endpoint, "paused by its owner")
 	require.NoError(t, err)
 	id := b.enqueue(t, ctx, b.message(t, ctx), endpoint)
 
@@ -244,8 +245,7 @@ func TestWorkerSkipsDeletedEndpoint(t *testing.T) {
 	endpoint := b.endpoint(t, ctx, r.URL)
 	message := b.message(t, ctx)
 	id := b.pendingDelivery(t, ctx, message, endpoint)
-	_, err := b.pool.Exec(ctx, "DELETE FROM herald.endpoints WHERE id = $1", endpoint)
-	require.NoError(t, err)
+	require.NoError(t, b.store.DeleteEndpoint(ctx, endpoint))
 	job, err := b.client.Insert(ctx, delivery.Args{DeliveryID: id, EndpointID: endpoint}, nil)
 	require.NoError(t, err)
 
@@ -263,11 +263,12 @@ func TestWorkerWithoutSecretSendsNothing(t *testing.T) {
 
 	r := webhooktest.NewReceiver(t, webhooktest.Status(200))
 	endpoint := b.endpoint(t, ctx, r.URL)
-	b.secrets.Set(endpoint)
+	_, err := b.pool.Exec(ctx, "DELETE FROM herald.endpoint_secrets WHERE endpoint_id = $1", endpoint)
+	require.NoError(t, err)
 	id := b.enqueue(t, ctx, b.message(t, ctx), endpoint)
 
 	d := b.waitStatus(t, ctx, id, "failed")
-	require.Contains(t, *d.LastError, "active signing secret")
+	require.Contains(t, *d.LastError, "not sent, could not sign")
 	require.Zero(t, r.Count())
 }
 
@@ -340,5 +341,23 @@ func TestWorkerAttemptRacingAnEndpointDisable(t *testing.T) {
 			require.Nil(t, d.NextAttemptAt, "no retry for a cancelled delivery")
 			require.Equal(t, 1, r.Count())
 		})
+	}
+}
+
+func TestWorkerCancelsMalformedJobs(t *testing.T) {
+	t.Parallel()
+	b, ctx := setup(t, delivery.Config{Policy: fast})
+
+	for _, args := range []delivery.Args{
+		{DeliveryID: uuid.New()}, // no endpoint
+		{DeliveryID: uuid.New(), EndpointID: uuid.New(), Trigger: "sometimes"},
+	} {
+		job, err := b.client.Insert(ctx, args, nil)
+		require.NoError(t, err)
+		require.Eventually(t, func() bool {
+			row, err := b.client.JobGet(ctx, job.Job.ID)
+			require.NoError(t, err)
+			return row.State == "cancelled"
+		}, 20*time.Second, 20*time.Millisecond, "a job that can never run is cancelled, not retried: %+v", args)
 	}
 }

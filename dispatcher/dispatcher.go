@@ -81,7 +81,7 @@ type Config struct {
 	PollInterval time.Duration
 	// RescueStuckJobsAfter is how long a delivery job may run before River
 	// runs it again, assuming its process died. It must exceed the job
-	// timeout (the HTTP timeout plus 15 s). Defaults to 3 minutes. Zero
+	// timeout (twice the HTTP timeout). Defaults to 3 minutes. Zero
 	// means the default.
 	RescueStuckJobsAfter time.Duration
 	// ShutdownGrace is how long Run lets in-flight attempts finish once its
@@ -134,7 +134,7 @@ func New(cfg Config) (*Dispatcher, error) {
 	pollInterval := cmp.Or(cfg.PollInterval, DefaultPollInterval)
 	rescueAfter := cmp.Or(cfg.RescueStuckJobsAfter, DefaultRescueStuckJobsAfter)
 	if rescueAfter <= worker.JobTimeout() {
-		return nil, fmt.Errorf("dispatcher: RescueStuckJobsAfter (%s) must exceed the job timeout (%s, the HTTP timeout plus 15s), or running attempts would be sent twice; raise it or lower the HTTP timeout",
+		return nil, fmt.Errorf("dispatcher: RescueStuckJobsAfter (%s) must exceed the job timeout (%s, twice the HTTP timeout), or running attempts would be sent twice; raise it or lower the HTTP timeout",
 			rescueAfter, worker.JobTimeout())
 	}
 

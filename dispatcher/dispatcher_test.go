@@ -91,7 +91,7 @@ func TestFanOutMatchesSubscriptions(t *testing.T) {
 	users, _ := b.endpoint(t, ctx, tenant, r.URL, "user.created")
 	disabled, _ := b.endpoint(t, ctx, tenant, r.URL)
 	otherTenant, _ := b.endpoint(t, ctx, "globex", r.URL)
-	_, err := b.pool.Exec(ctx, "UPDATE herald.endpoints SET enabled = false WHERE id = $1", disabled)
+	_, err := b.store.DisableEndpoint(ctx, disabled, "paused by its owner")
 	require.NoError(t, err)
 	b.start(t, dispatcher.Config{})
 
@@ -181,7 +181,7 @@ func TestTwoDispatchersDeliverEachOnce(t *testing.T) {
 	}
 	wg.Wait()
 
-	b.waitSucceeded(t, ctx, messages*endpoints, 60*time.Second)
+	b.waitSucceeded(t, ctx, messages*endpoints, 3*time.Minute)
 	require.Equal(t, map[string]int{"succeeded": messages * endpoints}, b.statuses(t, ctx))
 	for i, r := range receivers {
 		ids := webhookIDs(r.Requests())
@@ -243,10 +243,10 @@ func TestNewRejectsBadConfig(t *testing.T) {
 	t.Parallel()
 	b, _ := setup(t)
 
-	_, err := dispatcher.New(dispatcher.Config{Pool: b.pool, Delivery: delivery.Config{Secrets: b.secrets}, RescueStuckJobsAfter: 20 * time.Second})
+	_, err := dispatcher.New(dispatcher.Config{Pool: b.pool, Delivery: delivery.Config{Secrets: b.store}, RescueStuckJobsAfter: 20 * time.Second})
 	require.ErrorContains(t, err, "RescueStuckJobsAfter (20s) must exceed the job timeout (30s")
 	_, err = dispatcher.New(dispatcher.Config{Pool: b.pool})
 	require.ErrorContains(t, err, "Config.Secrets is nil")
-	_, err = dispatcher.New(dispatcher.Config{Pool: b.pool, Delivery: delivery.Config{Secrets: b.secrets}, Workers: -1})
+	_, err = dispatcher.New(dispatcher.Config{Pool: b.pool, Delivery: delivery.Config{Secrets: b.store}, Workers: -1})
 	require.ErrorContains(t, err, "must not be negative")
 }

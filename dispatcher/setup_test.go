@@ -14,10 +14,12 @@ import (
 	"github.com/heraldhq/herald/dispatcher"
 	"github.com/heraldhq/herald/internal/database"
 	"github.com/heraldhq/herald/internal/pgtest"
+	"github.com/heraldhq/herald/internal/secretbox"
 	"github.com/heraldhq/herald/internal/webhooktest"
 	"github.com/heraldhq/herald/outbox"
 	"github.com/heraldhq/herald/schedule"
 	"github.com/heraldhq/herald/signing"
+	"github.com/heraldhq/herald/store"
 )
 
 const tenant = "acme"
@@ -26,26 +28,33 @@ const tenant = "acme"
 var fast = schedule.Policy{Base: 20 * time.Millisecond, Cap: 100 * time.Millisecond, Window: time.Hour}
 
 type testBundle struct {
-	url     string
-	pool    *pgxpool.Pool
-	secrets *webhooktest.Secrets
+	url   string
+	pool  *pgxpool.Pool
+	store *store.Store
 }
 
 func setup(t *testing.T) (*testBundle, context.Context) {
 	t.Helper()
 	ctx := context.Background()
-	b := &testBundle{url: pgtest.NewDatabase(t, pgtest.Herald), secrets: &webhooktest.Secrets{}}
-	b.pool = b.openPool(t)
-	_, err := b.pool.Exec(ctx, "INSERT INTO herald.tenants (id) VALUES ($1), ('globex')", tenant)
+	b := &testBundle{url: pgtest.NewDatabase(t, pgtest.Herald)}
+	b.pool = b.openPool(t, 3)
+	box, err := secretbox.Parse(secretbox.Generate())
 	require.NoError(t, err)
+	b.store, err = store.New(b.pool, store.Config{Box: box})
+	require.NoError(t, err)
+	for _, id := range []string{tenant, "globex"} {
+		_, err := b.store.CreateTenant(ctx, store.NewTenant{ID: id})
+		require.NoError(t, err)
+	}
 	return b, ctx
 }
 
 // openPool opens a pool of its own on the test database, as a separate
-// dispatcher process would.
-func (b *testBundle) openPool(t *testing.T) *pgxpool.Pool {
+// dispatcher process would. Pools are small: every test on the machine
+// shares the server's connection limit.
+func (b *testBundle) openPool(t *testing.T, maxConns int32) *pgxpool.Pool {
 	t.Helper()
-	pool, err := database.Open(context.Background(), b.url, database.Options{MaxConns: 16})
+	pool, err := database.Open(context.Background(), b.url, database.Options{MaxConns: maxConns})
 	require.NoError(t, err)
 	t.Cleanup(pool.Close)
 	return pool
@@ -57,10 +66,10 @@ func (b *testBundle) openPool(t *testing.T) *pgxpool.Pool {
 func (b *testBundle) start(t *testing.T, cfg dispatcher.Config) (stop func()) {
 	t.Helper()
 	if cfg.Pool == nil {
-		cfg.Pool = b.openPool(t)
+		cfg.Pool = b.openPool(t, 4)
 	}
 	if cfg.Delivery.Secrets == nil {
-		cfg.Delivery.Secrets = b.secrets
+		cfg.Delivery.Secrets = b.store
 	}
 	if cfg.Delivery.Policy == (schedule.Policy{}) {
 		cfg.Delivery.Policy = fast
@@ -96,16 +105,11 @@ func (b *testBundle) start(t *testing.T, cfg dispatcher.Config) (stop func()) {
 // every type) and returns its id and secret.
 func (b *testBundle) endpoint(t *testing.T, ctx context.Context, tenant, url string, types ...string) (uuid.UUID, signing.Secret) {
 	t.Helper()
-	id := uuid.Must(uuid.NewV7())
-	if types == nil {
-		types = []string{}
-	}
-	_, err := b.pool.Exec(ctx, "INSERT INTO herald.endpoints (id, tenant_id, url, event_types) VALUES ($1, $2, $3, $4)", id, tenant, url, types)
+	e, err := b.store.CreateEndpoint(ctx, store.NewEndpoint{TenantID: tenant, URL: url, EventTypes: types})
 	require.NoError(t, err)
-	secret, err := signing.GenerateHMACSecret()
+	secret, err := b.store.RevealSecret(ctx, e.ID)
 	require.NoError(t, err)
-	b.secrets.Set(id, secret)
-	return id, secret
+	return e.ID, secret
 }
 
 func event(typ string) outbox.Message {
@@ -148,8 +152,17 @@ WHERE message_id = $1 AND endpoint_id = $2`, message, endpoint).Scan(&status))
 // waitSucceeded waits until n deliveries have succeeded.
 func (b *testBundle) waitSucceeded(t *testing.T, ctx context.Context, n int, within time.Duration) {
 	t.Helper()
-	require.Eventually(t, func() bool { return b.statuses(t, ctx)["succeeded"] >= n }, within, 20*time.Millisecond,
-		"deliveries by status: %v, want %d succeeded", b.statuses(t, ctx), n)
+	deadline := time.Now().Add(within)
+	for {
+		statuses := b.statuses(t, ctx)
+		if statuses["succeeded"] >= n {
+			return
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("after %s, deliveries by status: %v; want %d succeeded", within, statuses, n)
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
 }
 
 func webhookIDs(reqs []webhooktest.Request) map[string]int {

@@ -1,11 +1,17 @@
-// Command dispatcher drains Herald's outbox and delivers webhooks.
+// Command dispatcher drains Herald's outbox and delivers webhooks: it fans
+// committed messages out to their endpoints' deliveries and sends them,
+// signed, with retries over days. It keeps no state of its own: run as many
+// replicas as needed against one database; they share the work.
 //
-// This first version prepares the database (creates it when missing and
-// applies migrations) and exits; delivery arrives with the dispatcher loop.
+// SIGINT or SIGTERM stops it gracefully: it claims nothing more, lets the
+// attempts in flight finish for up to --shutdown-grace, cancels the rest
+// (another dispatcher or the next start sends them again) and exits 0. A
+// second signal exits at once.
 package main
 
 import (
 	"context"
+	"errors"
 	"flag"
 	"fmt"
 	"log/slog"
@@ -13,7 +19,10 @@ import (
 	"os/signal"
 	"syscall"
 
-	"github.com/heraldhq/herald/internal/config"
+	"github.com/heraldhq/herald/delivery"
+	"github.com/heraldhq/herald/dispatcher"
+	"github.com/heraldhq/herald/internal/secretbox"
+	"github.com/heraldhq/herald/store"
 )
 
 func main() {
@@ -26,24 +35,80 @@ func main() {
 func run(args []string) error {
 	fs := flag.NewFlagSet("dispatcher", flag.ContinueOnError)
 	fs.Usage = func() {
-		fmt.Fprintf(fs.Output(), "Usage: dispatcher [flags]\n\nPrepares Herald's database (creates it if missing, applies migrations) and exits.\n\nFlags:\n")
+		fmt.Fprintf(fs.Output(), "Usage: dispatcher [flags]\n\nDrains Herald's outbox and delivers webhooks until SIGINT or SIGTERM. It creates\nthe database if missing and applies migrations on start unless --migrate=false.\nEndpoint secrets are decrypted with the key in HERALD_SECRET_KEY (32 random\nbytes in base64). Every flag falls back to the environment variable it names.\n\nFlags:\n")
 		fs.PrintDefaults()
 	}
-	var db config.Database
-	db.Register(fs)
+	var s settings
+	s.register(fs)
 	if err := fs.Parse(args); err != nil {
-		if err == flag.ErrHelp {
+		if errors.Is(err, flag.ErrHelp) {
 			return nil
 		}
 		return err
 	}
-	logger := slog.New(slog.NewTextHandler(os.Stderr, nil))
-	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
-	defer stop()
-	pool, err := db.Open(ctx, logger)
+	if err := s.check(); err != nil {
+		return err
+	}
+	logger, err := newLogger(s.logFormat)
 	if err != nil {
 		return err
 	}
-	pool.Close()
-	return nil
+	box, err := secretbox.FromEnv()
+	if err != nil {
+		return err
+	}
+	guard, err := s.ssrf.Guard()
+	if err != nil {
+		return err
+	}
+
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	defer stop()
+	go func() {
+		<-ctx.Done()
+		stop() // a second signal ends the process at once
+	}()
+
+	pool, err := s.db.Open(ctx, logger)
+	if err != nil {
+		return err
+	}
+	defer pool.Close()
+	st, err := store.New(pool, store.Config{Box: box})
+	if err != nil {
+		return err
+	}
+	d, err := dispatcher.New(dispatcher.Config{
+		Pool: pool,
+		Delivery: delivery.Config{
+			Secrets:                st,
+			Policy:                 s.policy,
+			Timeout:                s.timeout,
+			MaxInflightPerEndpoint: s.maxInflight,
+			Transport:              guard.Transport(),
+		},
+		Workers:              s.workers,
+		BatchSize:            s.batchSize,
+		PollInterval:         s.pollInterval,
+		RescueStuckJobsAfter: s.rescueAfter,
+		ShutdownGrace:        s.shutdownGrace,
+		Logger:               logger,
+	})
+	if err != nil {
+		return err
+	}
+	if allowed := guard.Allowed(); len(allowed) > 0 {
+		logger.Info("SSRF guard lets these blocked ranges through", "allow_cidrs", allowed)
+	}
+	return d.Run(ctx)
+}
+
+func newLogger(format string) (*slog.Logger, error) {
+	switch format {
+	case "text":
+		return slog.New(slog.NewTextHandler(os.Stderr, nil)), nil
+	case "json":
+		return slog.New(slog.NewJSONHandler(os.Stderr, nil)), nil
+	}
+	return nil, fmt.Errorf("--log-format must be text or json, got %q", format)
 }

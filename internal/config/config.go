@@ -30,11 +30,12 @@ type Database struct {
 	MaxConns int
 }
 
-// Register adds the database flags to fs.
+// Register adds the database flags to fs. A MaxConns already set is the
+// default of --max-conns (the dispatcher needs more connections than the api).
 func (d *Database) Register(fs *flag.FlagSet) {
 	fs.StringVar(&d.URL, "database-url", Env(database.EnvURL, database.DefaultURL), "Postgres URL (env "+database.EnvURL+")")
 	fs.BoolVar(&d.Migrate, "migrate", EnvBool("HERALD_MIGRATE", true), "create the database if missing and apply migrations on start (env HERALD_MIGRATE)")
-	fs.IntVar(&d.MaxConns, "max-conns", EnvInt("HERALD_MAX_CONNS", 0), "maximum database connections; 0 means max(4, CPUs) (env HERALD_MAX_CONNS)")
+	fs.IntVar(&d.MaxConns, "max-conns", EnvInt("HERALD_MAX_CONNS", d.MaxConns), "maximum database connections; 0 means max(4, CPUs) (env HERALD_MAX_CONNS)")
 }
 
 // Open connects and, when Migrate is set, creates the database if needed and

@@ -1,6 +1,6 @@
 // Package webhooktest is the receiving side of delivery tests: an HTTP
 // receiver on loopback that records every request and answers as the test
-// scripts it, and an in-memory source of signing secrets.
+// scripts it.
 package webhooktest
 
 import (

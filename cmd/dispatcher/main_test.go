@@ -1,0 +1,273 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"fmt"
+	"net/http"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"sync"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/google/uuid"
+	"github.com/jackc/pgx/v5/pgxpool"
+	"github.com/stretchr/testify/require"
+
+	"github.com/heraldhq/herald/internal/database"
+	"github.com/heraldhq/herald/internal/pgtest"
+	"github.com/heraldhq/herald/internal/secretbox"
+	"github.com/heraldhq/herald/internal/webhooktest"
+	"github.com/heraldhq/herald/outbox"
+	"github.com/heraldhq/herald/signing"
+	"github.com/heraldhq/herald/store"
+)
+
+// binary is the dispatcher built from this package, once per test run.
+var binary string
+
+func TestMain(m *testing.M) {
+	dir, err := os.MkdirTemp("", "herald-dispatcher-test")
+	if err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		os.Exit(1)
+	}
+	binary = filepath.Join(dir, "dispatcher")
+	build := exec.Command("go", "build", "-o", binary, ".")
+	build.Stdout, build.Stderr = os.Stderr, os.Stderr
+	if err := build.Run(); err != nil {
+		fmt.Fprintln(os.Stderr, "build the dispatcher:", err)
+		os.Exit(1)
+	}
+	code := m.Run()
+	_ = os.RemoveAll(dir)
+	os.Exit(code)
+}
+
+const tenant = "acme"
+
+type testBundle struct {
+	url   string
+	key   string
+	pool  *pgxpool.Pool
+	store *store.Store
+}
+
+func setup(t *testing.T) (*testBundle, context.Context) {
+	t.Helper()
+	ctx := context.Background()
+	b := &testBundle{url: pgtest.NewDatabase(t, pgtest.Herald), key: secretbox.Generate()}
+	var err error
+	b.pool, err = database.Open(ctx, b.url, database.Options{MaxConns: 3})
+	require.NoError(t, err)
+	t.Cleanup(b.pool.Close)
+	box, err := secretbox.Parse(b.key)
+	require.NoError(t, err)
+	b.store, err = store.New(b.pool, store.Config{Box: box})
+	require.NoError(t, err)
+	_, err = b.store.CreateTenant(ctx, store.NewTenant{ID: tenant})
+	require.NoError(t, err)
+	return b, ctx
+}
+
+func (b *testBundle) endpoint(t *testing.T, ctx context.Context, url string) (uuid.UUID, signing.Secret) {
+	t.Helper()
+	e, err := b.store.CreateEndpoint(ctx, store.NewEndpoint{TenantID: tenant, URL: url})
+	require.NoError(t, err)
+	secret, err := b.store.RevealSecret(ctx, e.ID)
+	require.NoError(t, err)
+	return e.ID, secret
+}
+
+func (b *testBundle) publish(t *testing.T, ctx context.Context) uuid.UUID {
+	t.Helper()
+	p, err := outbox.PublishPool(ctx, b.pool, outbox.Message{Tenant: tenant, Type: "invoice.paid", ObjectID: "inv_1", Data: map[string]any{"amount": 4200}})
+	require.NoError(t, err)
+	return p.ID
+}
+
+func (b *testBundle) status(t *testing.T, ctx context.Context, message uuid.UUID) string {
+	t.Helper()
+	var status string
+	require.NoError(t, b.pool.QueryRow(ctx, "SELECT coalesce(max(status), '') FROM herald.deliveries WHERE message_id = $1", message).Scan(&status))
+	return status
+}
+
+// process is a running dispatcher.
+type process struct {
+	cmd    *exec.Cmd
+	output *syncBuffer
+	done   chan struct{}
+	err    error
+}
+
+// start runs the dispatcher binary on the test database. Its output is
+// logged if the test fails; it is killed when the test ends.
+func (b *testBundle) start(t *testing.T, env ...string) *process {
+	t.Helper()
+	p := &process{cmd: exec.Command(binary), output: &syncBuffer{}, done: make(chan struct{})}
+	p.cmd.Env = append(os.Environ(),
+		"HERALD_DATABASE_URL="+b.url,
+		"HERALD_SECRET_KEY="+b.key,
+		"HERALD_ALLOW_CIDRS=127.0.0.0/8",
+		"HERALD_MIGRATE=false",
+		"HERALD_POLL_INTERVAL=100ms",
+		"HERALD_DELIVERY_TIMEOUT=1s",
+		"HERALD_RESCUE_STUCK_AFTER=3s",
+		"HERALD_MAX_CONNS=5",
+	)
+	p.cmd.Env = append(p.cmd.Env, env...)
+	p.cmd.Stdout, p.cmd.Stderr = p.output, p.output
+	require.NoError(t, p.cmd.Start())
+	go func() {
+		p.err = p.cmd.Wait()
+		close(p.done)
+	}()
+	t.Cleanup(func() {
+		_ = p.cmd.Process.Kill()
+		<-p.done
+		if t.Failed() {
+			t.Logf("dispatcher %d output:\n%s", p.cmd.Process.Pid, p.output.String())
+		}
+	})
+	return p
+}
+
+// wait waits for the process to exit and returns its exit error.
+func (p *process) wait(t *testing.T, within time.Duration) error {
+	t.Helper()
+	select {
+	case <-p.done:
+		return p.err
+	case <-time.After(within):
+		t.Fatalf("the dispatcher did not exit within %s", within)
+		return nil
+	}
+}
+
+// A dispatcher killed while the receiver holds its request loses nothing:
+// River rescues the job in the next dispatcher, which sends it again.
+func TestKilledDispatcherDeliveryStillArrives(t *testing.T) {
+	t.Parallel()
+	b, ctx := setup(t)
+	held := make(chan struct{})
+	r := webhooktest.NewReceiver(t, func(n int, w http.ResponseWriter, req *http.Request) {
+		if n == 1 {
+			close(held)
+			<-req.Context().Done() // never answers; the sender dies
+			return
+		}
+		w.WriteHeader(http.StatusOK)
+	})
+	_, secret := b.endpoint(t, ctx, r.URL)
+	first := b.start(t)
+	message := b.publish(t, ctx)
+
+	select {
+	case <-held:
+	case <-time.After(30 * time.Second):
+		t.Fatal("the first dispatcher never sent the delivery")
+	}
+	require.NoError(t, first.cmd.Process.Signal(syscall.SIGKILL))
+	var exit *exec.ExitError
+	require.ErrorAs(t, first.wait(t, 10*time.Second), &exit)
+	require.Equal(t, "pending", b.status(t, ctx, message), "the killed attempt recorded nothing")
+
+	b.start(t)
+	require.Eventually(t, func() bool { return b.status(t, ctx, message) == "succeeded" }, 60*time.Second, 100*time.Millisecond)
+	reqs := r.Requests()
+	require.Len(t, reqs, 2)
+	for _, req := range reqs {
+		require.Equal(t, "msg_"+message.String(), req.Header.Get(signing.HeaderID), "both sends carry the message's webhook-id")
+		require.NoError(t, signing.Verifier{Secrets: []signing.Secret{secret}}.Verify(req.Header, req.Body))
+	}
+	var attempts int
+	require.NoError(t, b.pool.QueryRow(ctx, "SELECT count(*) FROM herald.attempts").Scan(&attempts))
+	require.Equal(t, 1, attempts, "only the attempt that finished is recorded")
+}
+
+// SIGTERM lets the attempt in flight finish, records it, and exits 0.
+func TestSIGTERMFinishesAttemptsAndExitsZero(t *testing.T) {
+	t.Parallel()
+	b, ctx := setup(t)
+	held := make(chan struct{})
+	r := webhooktest.NewReceiver(t, func(_ int, w http.ResponseWriter, _ *http.Request) {
+		close(held)
+		time.Sleep(500 * time.Millisecond)
+		w.WriteHeader(http.StatusOK)
+	})
+	b.endpoint(t, ctx, r.URL)
+	p := b.start(t)
+	message := b.publish(t, ctx)
+
+	select {
+	case <-held:
+	case <-time.After(30 * time.Second):
+		t.Fatal("the dispatcher never sent the delivery")
+	}
+	require.NoError(t, p.cmd.Process.Signal(syscall.SIGTERM))
+	require.NoError(t, p.wait(t, 30*time.Second), "exit status after SIGTERM")
+	require.Equal(t, "succeeded", b.status(t, ctx, message))
+	require.Equal(t, 1, r.Count())
+}
+
+func TestBadSettingsAreNamed(t *testing.T) {
+	t.Parallel()
+	b, _ := setup(t)
+
+	for _, tt := range []struct {
+		env  []string
+		args []string
+		want string
+	}{
+		{env: []string{"HERALD_DELIVERY_TIMEOUT=soon"}, want: `HERALD_DELIVERY_TIMEOUT="soon" is not a duration`},
+		{env: []string{"HERALD_WORKERS=many"}, want: `HERALD_WORKERS="many" is not a whole number`},
+		{args: []string{"--workers", "0"}, want: "--workers must be at least 1"},
+		{args: []string{"--timeout", "2m"}, want: "RescueStuckJobsAfter (3s) must exceed the job timeout (4m0s"},
+		{env: []string{"HERALD_SECRET_KEY="}, want: "HERALD_SECRET_KEY is empty"},
+	} {
+		cmd := exec.Command(binary, tt.args...)
+		cmd.Env = append(os.Environ(), "HERALD_DATABASE_URL="+b.url, "HERALD_SECRET_KEY="+b.key,
+			"HERALD_RESCUE_STUCK_AFTER=3s", "HERALD_MIGRATE=false")
+		cmd.Env = append(cmd.Env, tt.env...)
+		out, err := cmd.CombinedOutput()
+		var exit *exec.ExitError
+		require.ErrorAs(t, err, &exit, "%v %v: %s", tt.env, tt.args, out)
+		require.Equal(t, 1, exit.ExitCode())
+		require.Contains(t, string(out), tt.want)
+	}
+}
+
+func TestHelpListsEverySetting(t *testing.T) {
+	t.Parallel()
+	out, err := exec.Command(binary, "--help").CombinedOutput()
+	require.NoError(t, err, "--help exits 0")
+	for _, want := range []string{
+		"HERALD_DATABASE_URL", "HERALD_WORKERS", "HERALD_BATCH_SIZE", "HERALD_POLL_INTERVAL", "HERALD_DELIVERY_TIMEOUT",
+		"HERALD_MAX_INFLIGHT_PER_ENDPOINT", "HERALD_RESCUE_STUCK_AFTER", "HERALD_SHUTDOWN_GRACE", "HERALD_RETRY_BASE",
+		"HERALD_RETRY_CAP", "HERALD_RETRY_WINDOW", "HERALD_MAX_RETRY_AFTER", "HERALD_ALLOW_CIDRS", "HERALD_SECRET_KEY",
+	} {
+		require.Contains(t, string(out), want)
+	}
+}
+
+// syncBuffer is a bytes.Buffer safe for the process's two output streams.
+type syncBuffer struct {
+	mu  sync.Mutex
+	buf bytes.Buffer
+}
+
+func (s *syncBuffer) Write(p []byte) (int, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.buf.Write(p)
+}
+
+func (s *syncBuffer) String() string {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.buf.String()
+}
