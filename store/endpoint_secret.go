@@ -60,9 +60,11 @@ func (s *Store) openSecret(endpointID uuid.UUID, sealed []byte) (signing.Secret,
 
 // ActiveSecrets returns the secrets an endpoint signs with at now, newest
 // first: the current one, and during a rotation's grace period the
-// previous ones too. The delivery worker calls it for every attempt.
+// previous ones too. The delivery worker calls it for every attempt. It
+// deletes the endpoint's secrets whose grace period has ended by the
+// store's clock.
 func (s *Store) ActiveSecrets(ctx context.Context, endpointID uuid.UUID, now time.Time) ([]signing.Secret, error) {
-	rows, err := s.pool.Query(ctx, selectActiveSecrets, endpointID, now)
+	rows, err := s.pool.Query(ctx, selectActiveSecrets, endpointID, now, s.now())
 	if err != nil {
 		return nil, fmt.Errorf("active secrets of endpoint %s: %w", endpointID, err)
 	}

@@ -80,7 +80,13 @@ RETURNING ` + endpointColumns
 
 // Endpoint secrets. Newest first: senders list the newest signature first.
 const (
-	selectActiveSecrets = `SELECT ciphertext FROM herald.endpoint_secrets
+	// selectActiveSecrets also deletes the endpoint's secrets whose grace
+	// period ended by the store's clock ($3), so an old secret is gone,
+	// not merely unused, once its grace is over.
+	selectActiveSecrets = `WITH expired AS (
+    DELETE FROM herald.endpoint_secrets WHERE endpoint_id = $1 AND expires_at <= $3
+)
+SELECT ciphertext FROM herald.endpoint_secrets
 WHERE endpoint_id = $1 AND (expires_at IS NULL OR expires_at > $2)
 ORDER BY created_at DESC, id DESC`
 
