@@ -21,6 +21,7 @@ import (
 
 	"github.com/heraldhq/herald/delivery"
 	"github.com/heraldhq/herald/dispatcher"
+	"github.com/heraldhq/herald/health"
 	"github.com/heraldhq/herald/internal/secretbox"
 	"github.com/heraldhq/herald/store"
 )
@@ -50,6 +51,11 @@ func run(args []string) error {
 		return err
 	}
 	logger, err := newLogger(s.logFormat)
+	if err != nil {
+		return err
+	}
+	s.health.Logger = logger
+	tracker, err := health.New(s.health)
 	if err != nil {
 		return err
 	}
@@ -86,6 +92,7 @@ func run(args []string) error {
 			Timeout:                s.timeout,
 			MaxInflightPerEndpoint: s.maxInflight,
 			Transport:              guard.Transport(),
+			Health:                 tracker,
 		},
 		Workers:              s.workers,
 		BatchSize:            s.batchSize,

@@ -228,6 +228,8 @@ func TestBadSettingsAreNamed(t *testing.T) {
 		{args: []string{"--workers", "0"}, want: "--workers must be at least 1"},
 		{args: []string{"--timeout", "2m"}, want: "RescueStuckJobsAfter (3s) must exceed the job timeout (4m0s"},
 		{env: []string{"HERALD_SECRET_KEY="}, want: "HERALD_SECRET_KEY is empty"},
+		{env: []string{"HERALD_DISABLE_AFTER=5d"}, want: `HERALD_DISABLE_AFTER="5d" is not a duration`},
+		{env: []string{"HERALD_ALLOW_CIDRS=localhost"}, want: `allow-list entry "localhost" is not a CIDR range`},
 	} {
 		cmd := exec.Command(binary, tt.args...)
 		cmd.Env = append(os.Environ(), "HERALD_DATABASE_URL="+b.url, "HERALD_SECRET_KEY="+b.key,
@@ -249,6 +251,7 @@ func TestHelpListsEverySetting(t *testing.T) {
 		"HERALD_DATABASE_URL", "HERALD_WORKERS", "HERALD_BATCH_SIZE", "HERALD_POLL_INTERVAL", "HERALD_DELIVERY_TIMEOUT",
 		"HERALD_MAX_INFLIGHT_PER_ENDPOINT", "HERALD_RESCUE_STUCK_AFTER", "HERALD_SHUTDOWN_GRACE", "HERALD_RETRY_BASE",
 		"HERALD_RETRY_CAP", "HERALD_RETRY_WINDOW", "HERALD_MAX_RETRY_AFTER", "HERALD_ALLOW_CIDRS", "HERALD_SECRET_KEY",
+		"HERALD_DISABLE_AFTER", "HERALD_FAILING_WARNING_AFTER", "HERALD_OPS_TENANT",
 	} {
 		require.Contains(t, string(out), want)
 	}

@@ -10,6 +10,7 @@ import (
 
 	"github.com/heraldhq/herald/delivery"
 	"github.com/heraldhq/herald/dispatcher"
+	"github.com/heraldhq/herald/health"
 	"github.com/heraldhq/herald/internal/config"
 	"github.com/heraldhq/herald/internal/ssrf"
 	"github.com/heraldhq/herald/schedule"
@@ -23,6 +24,7 @@ const defaultMaxConns = 25
 type settings struct {
 	db            config.Database
 	ssrf          ssrf.Config
+	health        health.Config
 	workers       int
 	batchSize     int
 	pollInterval  time.Duration
@@ -40,6 +42,7 @@ func (s *settings) register(fs *flag.FlagSet) {
 	s.db.MaxConns = defaultMaxConns
 	s.db.Register(fs)
 	s.ssrf.Register(fs)
+	s.health.Register(fs)
 	e := &s.env
 	fs.IntVar(&s.workers, "workers", e.int("HERALD_WORKERS", dispatcher.DefaultWorkers),
 		"deliveries this process sends at once; sending mostly waits on receivers, so this is large (env HERALD_WORKERS)")
