@@ -104,7 +104,10 @@ func createDatabase(ctx context.Context, target *pgx.ConnConfig) error {
 	defer conn.Close(context.WithoutCancel(ctx))
 	_, err = conn.Exec(ctx, "CREATE DATABASE "+pgx.Identifier{target.Database}.Sanitize())
 	var pgErr *pgconn.PgError
-	if errors.As(err, &pgErr) && pgErr.Code == "42P04" { // duplicate_database
+	// Programs started together (make run) race to create it: the loser
+	// gets duplicate_database, or a unique violation on pg_database when
+	// both passed the existence check inside CREATE DATABASE at once.
+	if errors.As(err, &pgErr) && (pgErr.Code == "42P04" || pgErr.Code == "23505") {
 		return nil
 	}
 	if err != nil {

@@ -58,3 +58,32 @@ func TestOpenCreatesMissingDatabase(t *testing.T) {
 	require.NoError(t, pool.QueryRow(ctx, "SELECT current_database()").Scan(&name))
 	require.Equal(t, cfg.Database, name)
 }
+
+// make run starts the api and the dispatcher at once on a fresh machine;
+// both find the database missing and create it.
+func TestOpenCreatesMissingDatabaseConcurrently(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	admin := pgtest.NewPoolFrom(t, pgtest.Empty)
+	cfg := admin.Config().ConnConfig.Copy()
+	cfg.Database = fmt.Sprintf("herald_create_race_%d", time.Now().UnixNano())
+	t.Cleanup(func() {
+		_, _ = admin.Exec(context.Background(), "DROP DATABASE IF EXISTS "+pgx.Identifier{cfg.Database}.Sanitize()+" WITH (FORCE)")
+	})
+	url := fmt.Sprintf("postgres://%s@%s:%d/%s?sslmode=disable", cfg.User, cfg.Host, cfg.Port, cfg.Database)
+
+	const programs = 4
+	errs := make(chan error, programs)
+	for range programs {
+		go func() {
+			pool, err := database.Open(ctx, url, database.Options{CreateDatabase: true, MaxConns: 1})
+			if err == nil {
+				pool.Close()
+			}
+			errs <- err
+		}()
+	}
+	for range programs {
+		require.NoError(t, <-errs)
+	}
+}
