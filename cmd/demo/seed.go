@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"net/http"
+	"os"
 )
 
 // demoEventTypes are added to the event-type catalogue.
@@ -51,6 +52,18 @@ func seed(ctx context.Context, c *client, s settings, receiverURL string) (seede
 			if _, err := c.call(ctx, http.MethodPost, "/v1/tenants/"+s.tenant+"/endpoints/"+id+"/enable", nil, nil); err != nil {
 				return seeded{}, err
 			}
+		}
+	}
+	if id != "" {
+		// An endpoint sealed under another HERALD_SECRET_KEY (tmp/ was
+		// cleared, or another checkout shares this database) cannot be
+		// signed for; the demo's own endpoint is made afresh instead.
+		if _, err := c.secret(ctx, s.tenant, id); err != nil {
+			fmt.Fprintf(os.Stderr, "demo: cannot read the demo endpoint's secret (%v); recreating the endpoint\n", err)
+			if _, err := c.call(ctx, http.MethodDelete, "/v1/tenants/"+s.tenant+"/endpoints/"+id, nil, nil); err != nil {
+				return seeded{}, err
+			}
+			id = ""
 		}
 	}
 	if id == "" {

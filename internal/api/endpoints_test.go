@@ -117,3 +117,15 @@ func TestEndpointURLPolicyIsExplained(t *testing.T) {
 	require.Contains(t, p.Detail, "127.0.0.1")
 	require.Contains(t, p.Detail, "HERALD_ALLOW_CIDRS", "the problem says how to allow it")
 }
+
+func TestSecretUnderAnotherKeyIsExplained(t *testing.T) {
+	t.Parallel()
+	b := setup(t)
+	e := b.createEndpoint(t, b.acme, "acme", map[string]any{"url": "https://example.com/hook"})
+	// Re-seal the secret's bytes as if written under another key: the
+	// server's key no longer opens it.
+	_, err := b.pool.Exec(b.ctx, "UPDATE herald.endpoint_secrets SET ciphertext = overlay(ciphertext PLACING '\\xffffffff'::bytea FROM 1 FOR 4)")
+	require.NoError(t, err)
+	p := b.do(t, b.acme, "GET", "/v1/tenants/acme/endpoints/"+e.ID+"/secret", nil).Problem(t, http.StatusInternalServerError)
+	require.Contains(t, p.Detail, "HERALD_SECRET_KEY")
+}

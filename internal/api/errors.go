@@ -2,8 +2,10 @@ package api
 
 import (
 	"errors"
+	"net/http"
 
 	"github.com/heraldhq/herald/internal/auth"
+	"github.com/heraldhq/herald/internal/secretbox"
 	"github.com/heraldhq/herald/outbox"
 	"github.com/heraldhq/herald/replay"
 	"github.com/heraldhq/herald/store"
@@ -28,6 +30,9 @@ func (s *Server) domainProblem(err error) *Problem {
 		return conflict("it already exists: " + err.Error())
 	case errors.Is(err, store.ErrNotFound):
 		return notFound("the tenant or endpoint")
+	case errors.Is(err, secretbox.ErrWrongKey), errors.Is(err, secretbox.ErrCorrupt):
+		return problem(http.StatusInternalServerError, "secret-key-mismatch",
+			"this endpoint's signing secret was encrypted under a different HERALD_SECRET_KEY than the server has now; the operator must restore the key it was written with, or the endpoint must be deleted and created again")
 	case errors.Is(err, auth.ErrTenantNotFound):
 		return notFound("the tenant")
 	case errors.Is(err, replay.ErrPending):

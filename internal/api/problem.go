@@ -84,6 +84,9 @@ func (s *Server) asProblem(r *http.Request, err error) *Problem {
 		return invalidParam("after", "after must be the next cursor of a previous page of this list, exactly as returned")
 	}
 	if p := s.domainProblem(err); p != nil {
+		if p.Status >= 500 {
+			s.logger.ErrorContext(r.Context(), "request failed", "request_id", requestIDFrom(r.Context()), "error", err)
+		}
 		return p
 	}
 	if r.Context().Err() != nil {
