@@ -10,6 +10,8 @@ import (
 	"net/http"
 	"net/url"
 	"time"
+	"unicode"
+	"unicode/utf8"
 
 	"github.com/jackc/pgx/v5"
 
@@ -70,10 +72,10 @@ func (p *Portal) login(w http.ResponseWriter, r *http.Request) {
 	s, err := auth.RedeemPortalLink(r.Context(), p.pool, token, p.cfg.SessionTTL)
 	switch {
 	case errors.Is(err, auth.ErrLinkUnknown):
-		p.renderError(w, r, nil, &pageError{status: http.StatusNotFound, heading: "This link does not work", message: err.Error()})
+		p.renderError(w, r, nil, &pageError{status: http.StatusNotFound, heading: "This link does not work", message: sentence(err.Error())})
 		return
 	case errors.Is(err, auth.ErrLinkUsed), errors.Is(err, auth.ErrLinkExpired):
-		p.renderError(w, r, nil, &pageError{status: http.StatusGone, heading: "This link does not work any more", message: err.Error()})
+		p.renderError(w, r, nil, &pageError{status: http.StatusGone, heading: "This link does not work any more", message: sentence(err.Error())})
 		return
 	case err != nil:
 		p.fail(w, r, fmt.Errorf("redeem portal link: %w", err))
@@ -90,6 +92,16 @@ func (p *Portal) login(w http.ResponseWriter, r *http.Request) {
 		SameSite: http.SameSiteLaxMode,
 	})
 	http.Redirect(w, r, Path+"/endpoints", http.StatusSeeOther)
+}
+
+// sentence turns an error message ("this portal link has expired; ask for a
+// new one") into a sentence for a page.
+func sentence(msg string) string {
+	if msg == "" {
+		return msg
+	}
+	r, size := utf8.DecodeRuneInString(msg)
+	return string(unicode.ToUpper(r)) + msg[size:] + "."
 }
 
 func (p *Portal) secure(r *http.Request) bool {
