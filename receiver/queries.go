@@ -20,7 +20,7 @@ VALUES ($1, $2, $3, NULLIF($4::text, ''), NULLIF($5::bigint, 0), $6)
 ON CONFLICT (source, webhook_id) DO NOTHING`
 
 	// Worker: claim due events; rows another worker holds are skipped.
-	claimEvents = `SELECT id, source, webhook_id, payload, received_at, attempts
+	claimEvents = `SELECT id, source, webhook_id, coalesce(object_id, ''), coalesce(object_version, 0), payload, received_at, attempts
 FROM webhook_inbox.events
 WHERE processed_at IS NULL AND dead_at IS NULL AND next_attempt_at <= now()
 ORDER BY next_attempt_at, id

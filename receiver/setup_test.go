@@ -71,6 +71,18 @@ func (b *testBundle) storeEvent(t *testing.T, source, webhookID, typ string, dat
 	require.NoError(t, err)
 }
 
+// storeObjectEvent puts an event about version version of object into the
+// inbox, from source "acme".
+func (b *testBundle) storeObjectEvent(t *testing.T, webhookID, object string, version int64) {
+	t.Helper()
+	payload, err := json.Marshal(map[string]any{"type": "object.updated", "timestamp": "2026-12-02T12:00:00Z",
+		"object": map[string]any{"id": object, "version": version}, "data": map[string]any{}})
+	require.NoError(t, err)
+	_, err = b.pool.Exec(b.ctx, `INSERT INTO webhook_inbox.events (source, webhook_id, type, object_id, object_version, payload)
+VALUES ('acme', $1, 'object.updated', $2, $3, $4)`, webhookID, object, version, payload)
+	require.NoError(t, err)
+}
+
 // credits returns an account's balance, 0 for an unknown account.
 func (b *testBundle) credits(t *testing.T, account string) int64 {
 	t.Helper()

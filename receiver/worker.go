@@ -1,12 +1,14 @@
 package receiver
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
 	"log/slog"
 	"math/rand/v2"
 	"runtime/debug"
+	"slices"
 	"strings"
 	"time"
 
@@ -196,7 +198,9 @@ func (w *Worker) prune(ctx context.Context) {
 }
 
 // ProcessBatch claims up to BatchSize due events in one transaction and
-// handles each in a savepoint of it, then commits. It returns how many
+// handles each in a savepoint of it, then commits. Events are handled in
+// order of source, object ID and version, so that concurrent batches lock
+// the same objects in the same order. It returns how many
 // events it handled, succeeded or failed; 0 means none was due. A failing
 // event does not fail the batch: its savepoint is rolled back and the
 // failure recorded. The error is for the batch itself (the database) or
@@ -239,6 +243,12 @@ func (w *Worker) ProcessBatch(ctx context.Context) (int, error) {
 	return len(events), nil
 }
 
+// claimDue claims up to limit due events and returns them in the order
+// they are to be applied: by source, object and version. Handlers lock
+// per-object rows (ApplyIfNewer does) until the batch commits; taking them
+// in one order in every batch means two workers whose batches share objects
+// wait for each other instead of deadlocking, which would fail an event
+// for no fault of its own.
 func claimDue(ctx context.Context, tx pgx.Tx, limit int) ([]Event, error) {
 	rows, err := tx.Query(ctx, claimEvents, limit)
 	if err != nil {
@@ -246,12 +256,15 @@ func claimDue(ctx context.Context, tx pgx.Tx, limit int) ([]Event, error) {
 	}
 	events, err := pgx.CollectRows(rows, func(row pgx.CollectableRow) (Event, error) {
 		var ev Event
-		err := row.Scan(&ev.ID, &ev.Source, &ev.WebhookID, &ev.Payload, &ev.ReceivedAt, &ev.Attempts)
+		err := row.Scan(&ev.ID, &ev.Source, &ev.WebhookID, &ev.ObjectID, &ev.Version, &ev.Payload, &ev.ReceivedAt, &ev.Attempts)
 		return ev, err
 	})
 	if err != nil {
 		return nil, fmt.Errorf("process batch: claim: %w", err)
 	}
+	slices.SortStableFunc(events, func(a, b Event) int {
+		return cmp.Or(cmp.Compare(a.Source, b.Source), cmp.Compare(a.ObjectID, b.ObjectID), cmp.Compare(a.Version, b.Version))
+	})
 	return events, nil
 }
 

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"sync"
 	"testing"
 	"time"
 
@@ -218,6 +219,57 @@ func TestWorker(t *testing.T) {
 		require.NoError(t, bundle.pool.QueryRow(bundle.ctx, `SELECT attempts, last_error FROM webhook_inbox.events WHERE webhook_id = 'msg_1'`).Scan(&failures, &lastError))
 		require.Equal(t, 1, failures)
 		require.Equal(t, "downstream unavailable", lastError)
+	})
+
+	// Two workers whose batches hold events of the same objects in
+	// crossing orders (b then a, a then b) must not deadlock on the
+	// version guard's row locks, which would fail an event for nothing.
+	t.Run("WorkersSharingObjectsDoNotDeadlock", func(t *testing.T) {
+		t.Parallel()
+		bundle := setup(t)
+		bundle.storeObjectEvent(t, "msg_1", "b", 1)
+		bundle.storeObjectEvent(t, "msg_2", "a", 1)
+		bundle.storeObjectEvent(t, "msg_3", "a", 2)
+		bundle.storeObjectEvent(t, "msg_4", "b", 2)
+
+		// Each worker, once it applied its first event, waits a moment for
+		// the other to apply its own first event while holding the lock.
+		applied := [2]chan struct{}{make(chan struct{}), make(chan struct{})}
+		worker := func(i int) *receiver.Worker {
+			var once sync.Once
+			return newWorker(t, bundle, func(ctx context.Context, tx pgx.Tx, ev receiver.Event) error {
+				if _, err := receiver.ApplyIfNewer(ctx, tx, ev.Source, ev.ObjectID, ev.Version); err != nil {
+					return err
+				}
+				once.Do(func() {
+					close(applied[i])
+					select {
+					case <-applied[1-i]:
+					case <-time.After(500 * time.Millisecond):
+					}
+				})
+				return nil
+			}, receiver.WorkerConfig{BatchSize: 2})
+		}
+		first, second := worker(0), worker(1)
+		errs := make(chan error, 2)
+		go func() { _, err := first.ProcessBatch(bundle.ctx); errs <- err }()
+		<-applied[0] // the first worker claimed msg_1 and msg_2
+		go func() { _, err := second.ProcessBatch(bundle.ctx); errs <- err }()
+		require.NoError(t, <-errs)
+		require.NoError(t, <-errs)
+
+		var failed, unprocessed int
+		require.NoError(t, bundle.pool.QueryRow(bundle.ctx, `SELECT count(*) FILTER (WHERE attempts > 0), count(*) FILTER (WHERE processed_at IS NULL)
+FROM webhook_inbox.events`).Scan(&failed, &unprocessed))
+		require.Zero(t, failed, "no event may fail: a deadlock between the workers fails one")
+		require.Zero(t, unprocessed)
+		var a, b int64
+		require.NoError(t, bundle.pool.QueryRow(bundle.ctx, `SELECT
+    (SELECT version FROM webhook_inbox.object_versions WHERE object_id = 'a'),
+    (SELECT version FROM webhook_inbox.object_versions WHERE object_id = 'b')`).Scan(&a, &b))
+		require.EqualValues(t, 2, a)
+		require.EqualValues(t, 2, b)
 	})
 
 	t.Run("RunProcessesUntilCancelled", func(t *testing.T) {
