@@ -49,3 +49,10 @@ BENCH_FLAGS ?= --dispatcher=in-process
 bench: build
 	@mkdir -p docs/benchmarks
 	./bin/bench $(BENCH_FLAGS) --json docs/benchmarks/results.json --svg docs/benchmarks/latency.svg
+
+## chaos: Herald end to end under faults at full size (a few minutes):
+## 20,000 events, two dispatcher processes killed six times, and a real
+## restart of the local Postgres cluster; writes docs/chaos/output.txt
+.PHONY: chaos
+chaos:
+	$(GO) run ./cmd/chaos --out docs/chaos

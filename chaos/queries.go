@@ -1,0 +1,76 @@
+package chaos
+
+// The SQL of a run: the producer's and the consumer's own tables, and what
+// the checks read from Herald's and the consumer's databases.
+const (
+	// The producer's table, in Herald's database: its objects and the
+	// sequence number each event bumps.
+	createProducerObjects = `CREATE TABLE producer_objects (
+    id  text PRIMARY KEY,
+    seq bigint NOT NULL DEFAULT 0
+)`
+	insertProducerObjects = `INSERT INTO producer_objects (id) SELECT unnest($1::text[])`
+	bumpProducerObject    = `UPDATE producer_objects SET seq = seq + 1 WHERE id = $1 RETURNING seq`
+
+	// The consumer's tables: a ledger row for every application of an
+	// event, with no unique key so that a second application shows, and
+	// the objects' state, updated only by newer versions.
+	createConsumerTables = `CREATE TABLE IF NOT EXISTS ledger (
+    id         bigint GENERATED ALWAYS AS IDENTITY PRIMARY KEY,
+    webhook_id text NOT NULL,
+    object_id  text NOT NULL,
+    version    bigint NOT NULL,
+    seq        bigint NOT NULL,
+    applied_at timestamptz NOT NULL DEFAULT clock_timestamp()
+);
+CREATE TABLE IF NOT EXISTS objects (
+    id      text PRIMARY KEY,
+    version bigint NOT NULL,
+    seq     bigint NOT NULL
+)`
+	insertLedger = `INSERT INTO ledger (webhook_id, object_id, version, seq) VALUES ($1, $2, $3, $4)`
+	upsertObject = `INSERT INTO objects (id, version, seq) VALUES ($1, $2, $3)
+ON CONFLICT (id) DO UPDATE SET version = excluded.version, seq = excluded.seq`
+
+	// terminateBackends ends every other session on the databases $1.
+	terminateBackends = `SELECT count(pg_terminate_backend(pid)) FROM pg_stat_activity
+WHERE datname = ANY ($1) AND pid <> pg_backend_pid()`
+
+	// Whether a run has settled.
+	heraldBacklog = `SELECT
+    (SELECT count(*) FROM herald.messages WHERE dispatched_at IS NULL),
+    (SELECT count(*) FROM herald.deliveries WHERE status = 'pending'),
+    (SELECT count(*) FROM herald.deliveries)`
+	consumerBacklog = `SELECT count(*) FROM webhook_inbox.events WHERE processed_at IS NULL AND dead_at IS NULL`
+
+	// The end state.
+	selectMessages = `SELECT id, object_id, object_version, coalesce(idempotency_key, '') FROM herald.messages
+WHERE tenant_id = $1`
+	selectDeliveryStatuses = `SELECT status, count(*) FROM herald.deliveries GROUP BY status`
+	// selectMiscountedDeliveries counts deliveries whose attempt count
+	// differs from their attempt rows, or whose attempt numbers are not
+	// 1, 2, … without gap or repeat.
+	selectMiscountedDeliveries = `SELECT count(*) FROM herald.deliveries d
+WHERE d.attempt_count <> (SELECT count(*) FROM herald.attempts a WHERE a.delivery_id = d.id)
+   OR d.attempt_count <> (SELECT count(DISTINCT a.attempt_number) FROM herald.attempts a
+                          WHERE a.delivery_id = d.id AND a.attempt_number BETWEEN 1 AND d.attempt_count)`
+	selectAttempts = `SELECT message_id, coalesce(request_headers->>'webhook-timestamp', ''), started_at,
+    outcome, coalesce(status_code, 0), coalesce(error, '')
+FROM herald.attempts
+ORDER BY started_at, attempt_number`
+	// selectJobErrors lists the errors River recorded on delivery jobs,
+	// with the message each job delivers.
+	selectJobErrors = `SELECT d.message_id, (e->>'at')::timestamptz, coalesce(e->>'error', '')
+FROM herald.river_job j
+JOIN herald.deliveries d ON d.id = (j.args->>'delivery_id')::uuid
+CROSS JOIN LATERAL unnest(j.errors) AS e
+WHERE j.kind = $1`
+	selectJobStates = `SELECT state::text, count(*) FROM herald.river_job WHERE kind = $1 GROUP BY state`
+	selectVersions  = `SELECT p.id, p.seq, coalesce(v.version, 0)
+FROM producer_objects p
+LEFT JOIN herald.object_versions v ON v.tenant_id = $1 AND v.object_id = p.id`
+
+	selectLedger          = `SELECT webhook_id, count(*) FROM ledger GROUP BY webhook_id`
+	selectConsumerObjects = `SELECT id, version, seq FROM objects`
+	selectDeadLetters     = `SELECT count(*) FROM webhook_inbox.events WHERE dead_at IS NOT NULL`
+)

@@ -1,0 +1,148 @@
+package chaos
+
+import (
+	"fmt"
+	"io"
+	"maps"
+	"slices"
+	"strings"
+	"text/tabwriter"
+	"time"
+)
+
+// Report is what a run did and what its checks found.
+type Report struct {
+	// Config is the run's configuration.
+	Config Config
+	// Outage says what the outage did; empty when there was none.
+	Outage string
+	// Runtime is the run's wall-clock time, from opening the databases to
+	// the last check.
+	Runtime time.Duration
+
+	// Events is how many events the producers committed.
+	Events int
+	// RolledBack is how many events were published in transactions that
+	// rolled back.
+	RolledBack int
+	// ProducerRetries counts producer transactions that failed (the
+	// database was away) and were tried again.
+	ProducerRetries int
+
+	// Kills is how many times a dispatcher was killed with SIGKILL, and
+	// Restarts how many times one was started again.
+	Kills, Restarts int
+	// PostgresRestarts counts the outages and Downtime adds up how long
+	// they lasted.
+	PostgresRestarts int
+	Downtime         time.Duration
+	// outages are when the databases were away.
+	outages []window
+
+	// Attempts counts the rows of the dispatchers' attempt log;
+	// AttemptsSucceeded those that succeeded, Retries those that failed and
+	// scheduled a retry, AttemptsUnsent those that failed before a request
+	// was made (the signing secret could not be read) and AttemptsLost
+	// those that failed without an answer and never reached the consumer's
+	// handler.
+	Attempts, AttemptsSucceeded, Retries, AttemptsUnsent, AttemptsLost int
+	// Requests counts the requests the consumer received, and RequestsBy
+	// splits them by what the consumer did with them.
+	Requests   int
+	RequestsBy map[string]int
+	// Unrecorded counts requests no attempt row accounts for: attempts cut
+	// short before they were recorded, because their dispatcher was killed
+	// (UnrecordedKill: River rescued the job) or the database failed
+	// (UnrecordedOutage: River recorded the job's error).
+	Unrecorded, UnrecordedKill, UnrecordedOutage int
+
+	// DuplicatesDelivered counts requests carrying an event the consumer's
+	// inbox already held; DuplicatesAbsorbed those of them that changed
+	// nothing.
+	DuplicatesDelivered, DuplicatesAbsorbed int
+	// AppliedOnce, AppliedTwice and Lost count committed events by how
+	// often the consumer's ledger shows them applied: once, more, never.
+	AppliedOnce, AppliedTwice, Lost int
+	// Objects counts the producer's objects and ObjectsLatest those whose
+	// state at the consumer is their latest version.
+	Objects, ObjectsLatest int
+	// Deliveries counts Herald's deliveries by status.
+	Deliveries map[string]int
+	// Jobs counts the delivery jobs in River by state.
+	Jobs map[string]int
+
+	// Problems lists every check that failed; empty means the run passed.
+	Problems []string
+}
+
+// window is a span of time.
+type window struct{ from, to time.Time }
+
+func (w window) contains(t time.Time) bool { return !t.Before(w.from) && !t.After(w.to) }
+
+func (r *Report) problem(format string, args ...any) {
+	r.Problems = append(r.Problems, fmt.Sprintf(format, args...))
+}
+
+// The ways the consumer answered a request, as RequestsBy counts them.
+const (
+	answeredOK       = "stored, answered 200"
+	answered500      = "answered 500 (injected)"
+	answeredHang     = "held past the sender's timeout (injected)"
+	answeredDrop     = "stored, then dropped the connection (injected)"
+	answeredLate     = "stored, answered after the sender's timeout (injected)"
+	answeredDatabase = "answered 503: not stored (database away, or sender gone)"
+	answeredOther    = "answered %d"
+)
+
+// WriteTable writes the report as a table, then the problems if any.
+func (r *Report) WriteTable(w io.Writer) error {
+	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', tabwriter.AlignRight)
+	row := func(label string, value any, note string) {
+		fmt.Fprintf(tw, "%s\t%v\t\t%s\n", label, value, note)
+	}
+	row("events committed", r.Events, fmt.Sprintf("by %d producers, about %d objects", r.Config.Producers, r.Objects))
+	row("events rolled back", r.RolledBack, "published in transactions that rolled back: must never be sent")
+	row("producer transactions retried", r.ProducerRetries, "after a database error")
+	row("dispatcher processes", r.Config.Dispatchers, "separate processes of cmd/dispatcher")
+	row("dispatcher kills (SIGKILL)", r.Kills, "")
+	row("dispatcher restarts", r.Restarts, "")
+	outage := "none"
+	if r.PostgresRestarts > 0 {
+		outage = fmt.Sprintf("%s; away %s", r.Outage, r.Downtime.Round(100*time.Millisecond))
+	}
+	row("postgres restarts", r.PostgresRestarts, outage)
+	row("attempts in the attempt log", r.Attempts, "")
+	row("  succeeded", r.AttemptsSucceeded, "")
+	row("  failed, retried", r.Retries, fmt.Sprintf("%d sent nothing (the signing secret could not be read), %d timed out before reaching the consumer", r.AttemptsUnsent, r.AttemptsLost))
+	row("requests at the consumer", r.Requests, "")
+	for _, label := range slices.Sorted(maps.Keys(r.RequestsBy)) {
+		row("  "+label, r.RequestsBy[label], "")
+	}
+	row("  not in the attempt log", r.Unrecorded, fmt.Sprintf("sent, then cut short before being recorded: dispatcher killed (%d, River rescued the job), database away (%d, the job errored)", r.UnrecordedKill, r.UnrecordedOutage))
+	row("duplicates delivered", r.DuplicatesDelivered, "requests for an event the consumer's inbox already held")
+	row("duplicates absorbed", r.DuplicatesAbsorbed, "of those, changed nothing")
+	row("applied exactly once", r.AppliedOnce, "committed events in the consumer's ledger once")
+	row("applied twice or more", r.AppliedTwice, "")
+	row("lost", r.Lost, "committed events never applied")
+	row("objects at their latest version", fmt.Sprintf("%d/%d", r.ObjectsLatest, r.Objects), "")
+	row("deliveries pending", r.Deliveries["pending"], statusText(r.Deliveries))
+	row("runtime", r.Runtime.Round(time.Second), "")
+	if err := tw.Flush(); err != nil {
+		return err
+	}
+	if len(r.Problems) == 0 {
+		_, err := fmt.Fprintln(w, "\nevery check passed")
+		return err
+	}
+	_, err := fmt.Fprintf(w, "\n%d problems:\n- %s\n", len(r.Problems), strings.Join(r.Problems, "\n- "))
+	return err
+}
+
+func statusText(counts map[string]int) string {
+	var parts []string
+	for _, status := range slices.Sorted(maps.Keys(counts)) {
+		parts = append(parts, fmt.Sprintf("%s %d", status, counts[status]))
+	}
+	return "deliveries by status: " + strings.Join(parts, ", ")
+}
