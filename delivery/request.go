@@ -52,6 +52,12 @@ func MessageHeaderID(messageID uuid.UUID) string {
 // It never returns an error: what went wrong, including failing to sign, is
 // part of the attempt.
 func (w *Worker) send(ctx context.Context, d loaded) (a attempt) {
+	// The secrets come from Herald's database: reading them is not the
+	// endpoint's time, so the attempt's clock and timeout start after it.
+	// Otherwise a slow database would use up the endpoint's timeout and
+	// record a timeout against it, for a request that maybe never left.
+	secrets, secretsErr := w.secrets.ActiveSecrets(ctx, d.endpointID, w.now())
+
 	a.startedAt = w.now()
 	defer func() { a.duration = w.now().Sub(a.startedAt) }()
 
@@ -64,7 +70,7 @@ func (w *Worker) send(ctx context.Context, d loaded) (a attempt) {
 	}
 	req.Header.Set("Content-Type", "application/json")
 	req.Header.Set("User-Agent", w.userAgent)
-	secrets, err := w.secrets.ActiveSecrets(ctx, d.endpointID, a.startedAt)
+	err = secretsErr
 	if err == nil {
 		err = signing.SignHeaders(req.Header, MessageHeaderID(d.messageID), a.startedAt, d.body, secrets...)
 	}

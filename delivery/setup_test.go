@@ -53,11 +53,14 @@ func newBundle(t *testing.T) (*testBundle, context.Context) {
 }
 
 // setup starts a River client working deliveries with a worker configured
-// by cfg (DB and Secrets are filled in).
+// by cfg (DB is filled in, and Secrets when nil).
 func setup(t *testing.T, cfg delivery.Config) (*testBundle, context.Context) {
 	t.Helper()
 	b, ctx := newBundle(t)
-	cfg.DB, cfg.Secrets = b.pool, b.store
+	cfg.DB = b.pool
+	if cfg.Secrets == nil {
+		cfg.Secrets = b.store
+	}
 	cfg.Logger = slog.New(slog.DiscardHandler)
 	worker, err := delivery.NewWorker(cfg)
 	require.NoError(t, err)

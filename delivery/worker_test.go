@@ -1,8 +1,10 @@
 package delivery_test
 
 import (
+	"context"
 	"net/http"
 	"strings"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -12,6 +14,7 @@ import (
 	"github.com/heraldhq/herald/delivery"
 	"github.com/heraldhq/herald/internal/webhooktest"
 	"github.com/heraldhq/herald/signing"
+	"github.com/heraldhq/herald/store"
 )
 
 func TestWorkerSendsSignedWebhook(t *testing.T) {
@@ -207,6 +210,41 @@ func TestWorkerTimeout(t *testing.T) {
 	require.Nil(t, a.StatusCode)
 	require.Equal(t, "timed out after 200ms", *a.Error)
 	require.GreaterOrEqual(t, a.DurationMS, 200)
+}
+
+// Reading the endpoint's secrets is Herald's own work. However long it
+// takes (the database is slow, its pool is busy), the endpoint still gets
+// its whole timeout to answer: the attempt succeeds and is not recorded as
+// the endpoint's timeout.
+func TestWorkerSecretLookupIsNotChargedToTheEndpoint(t *testing.T) {
+	t.Parallel()
+	slow := &slowSecrets{delay: 300 * time.Millisecond}
+	b, ctx := setup(t, delivery.Config{Policy: once, Timeout: 200 * time.Millisecond, Secrets: slow})
+	slow.source.Store(b.store)
+
+	r := webhooktest.NewReceiver(t, webhooktest.Status(200))
+	id := b.enqueue(t, ctx, b.message(t, ctx), b.endpoint(t, ctx, r.URL))
+
+	b.waitStatus(t, ctx, id, "succeeded")
+	a := b.attempts(t, ctx, id)
+	require.Len(t, a, 1)
+	require.Equal(t, "succeeded", a[0].Outcome)
+	require.Equal(t, 1, r.Count())
+}
+
+// slowSecrets is a SecretSource that takes delay before asking source.
+type slowSecrets struct {
+	delay  time.Duration
+	source atomic.Pointer[store.Store]
+}
+
+func (s *slowSecrets) ActiveSecrets(ctx context.Context, endpointID uuid.UUID, now time.Time) ([]signing.Secret, error) {
+	select {
+	case <-ctx.Done():
+		return nil, ctx.Err()
+	case <-time.After(s.delay):
+	}
+	return s.source.Load().ActiveSecrets(ctx, endpointID, now)
 }
 
 func TestWorkerNetworkError(t *testing.T) {
