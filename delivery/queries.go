@@ -2,13 +2,14 @@ package delivery
 
 // The SQL of the delivery worker.
 const (
-	// loadDelivery reads what one attempt needs.
-	loadDelivery = `SELECT d.status, d.attempt_count, d.first_attempt_at, d.next_attempt_at,
+	// loadDeliveries reads what attempts need, for many deliveries at once
+	// (workers share the round trip; see batcher).
+	loadDeliveries = `SELECT d.id, d.status, d.attempt_count, d.first_attempt_at, d.next_attempt_at,
     d.message_id, m.body, d.endpoint_id, e.url, e.enabled, coalesce(e.rate_limit, 0)
 FROM herald.deliveries d
 JOIN herald.messages m ON m.id = d.message_id
 JOIN herald.endpoints e ON e.id = d.endpoint_id
-WHERE d.id = $1`
+WHERE d.id = ANY($1)`
 
 	// cancelDelivery stops a pending delivery whose endpoint is disabled.
 	cancelDelivery = `UPDATE herald.deliveries

@@ -43,20 +43,52 @@ type loaded struct {
 	rateLimit float64
 }
 
+// load reads what an attempt of delivery id needs. Concurrent loads share
+// one query (see batcher). A delivery that does not exist is an error
+// wrapping pgx.ErrNoRows.
 func (w *Worker) load(ctx context.Context, id uuid.UUID) (loaded, error) {
-	d := loaded{id: id}
-	var next *time.Time
-	var body string
-	err := w.db.QueryRow(ctx, loadDelivery, id).Scan(&d.status, &d.attemptCount, &d.firstAttempt, &next,
-		&d.messageID, &body, &d.endpointID, &d.url, &d.endpointEnabled, &d.rateLimit)
+	found, err := w.loads.do(ctx, id)
 	if err != nil {
 		return loaded{}, fmt.Errorf("load delivery %s: %w", id, err)
 	}
-	if next != nil {
-		d.nextAttemptAt = *next
+	if found == nil {
+		return loaded{}, fmt.Errorf("load delivery %s: %w", id, pgx.ErrNoRows)
 	}
-	d.body = []byte(body)
-	return d, nil
+	return *found, nil
+}
+
+// loadMany reads the deliveries ids, in order; nil for one that does not
+// exist.
+func (w *Worker) loadMany(ctx context.Context, ids []uuid.UUID) ([]*loaded, error) {
+	rows, err := w.db.Query(ctx, loadDeliveries, ids)
+	if err != nil {
+		return nil, err
+	}
+	byID := make(map[uuid.UUID]*loaded, len(ids))
+	var (
+		d    loaded
+		next *time.Time
+		body string
+	)
+	_, err = pgx.ForEachRow(rows, []any{&d.id, &d.status, &d.attemptCount, &d.firstAttempt, &next,
+		&d.messageID, &body, &d.endpointID, &d.url, &d.endpointEnabled, &d.rateLimit}, func() error {
+		one := d
+		one.nextAttemptAt = time.Time{}
+		if next != nil {
+			one.nextAttemptAt = *next
+		}
+		one.body = []byte(body)
+		byID[one.id] = &one
+		return nil
+	})
+	if err != nil {
+		return nil, err
+	}
+	out := make([]*loaded, len(ids))
+	for i, id := range ids {
+		out[i] = byID[id]
+	}
+	return out, nil
 }
 
 // record stores attempt a of delivery d with its outcome and returns when

@@ -38,6 +38,7 @@ const (
 type DB interface {
 	Begin(ctx context.Context) (pgx.Tx, error)
 	Exec(ctx context.Context, sql string, args ...any) (pgconn.CommandTag, error)
+	Query(ctx context.Context, sql string, args ...any) (pgx.Rows, error)
 	QueryRow(ctx context.Context, sql string, args ...any) pgx.Row
 }
 
@@ -113,6 +114,7 @@ type Worker struct {
 	health        Health
 	rateLimiter   RateLimiter
 	now           func() time.Time
+	loads         *batcher[uuid.UUID, *loaded]
 }
 
 // NewWorker checks cfg and returns a Worker.
@@ -172,6 +174,7 @@ func NewWorker(cfg Config) (*Worker, error) {
 		limiter.Now = w.now
 		w.rateLimiter = limiter
 	}
+	w.loads = newBatcher(w.loadMany)
 	return w, nil
 }
 
