@@ -74,7 +74,7 @@ const DisabledReason = "410 Gone"
 func Decide(res Result, attempt int, firstAttempt, now time.Time, policy schedule.Policy) Outcome {
 	status := res.StatusCode
 	switch {
-	case res.Err == nil && status >= 200 && status <= 299:
+	case res.succeeded():
 		return Outcome{Verdict: Succeeded}
 	case res.Err == nil && status == http.StatusGone:
 		return Outcome{Verdict: EndpointGone, Problem: describe(res)}
@@ -90,6 +90,12 @@ func Decide(res Result, attempt int, firstAttempt, now time.Time, policy schedul
 		return Outcome{Verdict: Exhausted, Problem: describe(res)}
 	}
 	return Outcome{Verdict: Retry, RetryAt: at, Problem: describe(res)}
+}
+
+// succeeded reports whether the endpoint answered 2xx: Decide's Succeeded,
+// whatever the attempt's number and time.
+func (res Result) succeeded() bool {
+	return res.Err == nil && res.StatusCode >= 200 && res.StatusCode <= 299
 }
 
 // throttles reports whether status is one whose Retry-After Herald honours.

@@ -115,6 +115,7 @@ type Worker struct {
 	rateLimiter   RateLimiter
 	now           func() time.Time
 	loads         *batcher[uuid.UUID, *loaded]
+	successes     *batcher[success, bool]
 }
 
 // NewWorker checks cfg and returns a Worker.
@@ -175,6 +176,7 @@ func NewWorker(cfg Config) (*Worker, error) {
 		w.rateLimiter = limiter
 	}
 	w.loads = newBatcher(w.loadMany)
+	w.successes = newBatcher(w.recordSuccesses)
 	return w, nil
 }
 
@@ -241,6 +243,9 @@ func (w *Worker) Work(ctx context.Context, job *river.Job[Args]) error {
 		return fmt.Errorf("delivery %s interrupted: %w", d.id, err)
 	}
 
+	if a.result.succeeded() && w.recordSuccess(ctx, d, trigger, a) {
+		return nil
+	}
 	next, err := w.record(ctx, d, trigger, a)
 	if err != nil {
 		return err
