@@ -3,12 +3,21 @@ package delivery
 // The SQL of the delivery worker.
 const (
 	// loadDeliveries reads what attempts need, for many deliveries at once
-	// (workers share the round trip; see batcher).
+	// (workers share the round trip; see batcher). With each comes the set
+	// of its endpoint's secrets active at $2, as their ids, and when the
+	// first of them expires: the worker reuses secrets it read while these
+	// are unchanged.
 	loadDeliveries = `SELECT d.id, d.status, d.attempt_count, d.first_attempt_at, d.next_attempt_at,
-    d.message_id, m.body, d.endpoint_id, e.url, e.enabled, coalesce(e.rate_limit, 0)
+    d.message_id, m.body, d.endpoint_id, e.url, e.enabled, coalesce(e.rate_limit, 0),
+    coalesce(s.ids, ''), s.first_expiry
 FROM herald.deliveries d
 JOIN herald.messages m ON m.id = d.message_id
 JOIN herald.endpoints e ON e.id = d.endpoint_id
+LEFT JOIN LATERAL (
+    SELECT string_agg(id::text, ',' ORDER BY id) AS ids, min(expires_at) AS first_expiry
+    FROM herald.endpoint_secrets
+    WHERE endpoint_id = e.id AND (expires_at IS NULL OR expires_at > $2)
+) s ON true
 WHERE d.id = ANY($1)`
 
 	// cancelDelivery stops a pending delivery whose endpoint is disabled.

@@ -41,6 +41,11 @@ type loaded struct {
 	endpointEnabled bool
 	// rateLimit is the endpoint's messages per second; 0 means no limit.
 	rateLimit float64
+	// secrets names the endpoint's secrets active when the delivery was
+	// loaded (their ids), and secretsExpire is when the first of them
+	// expires (zero: none does); see secretCache.
+	secrets       string
+	secretsExpire time.Time
 }
 
 // load reads what an attempt of delivery id needs. Concurrent loads share
@@ -60,22 +65,25 @@ func (w *Worker) load(ctx context.Context, id uuid.UUID) (loaded, error) {
 // loadMany reads the deliveries ids, in order; nil for one that does not
 // exist.
 func (w *Worker) loadMany(ctx context.Context, ids []uuid.UUID) ([]*loaded, error) {
-	rows, err := w.db.Query(ctx, loadDeliveries, ids)
+	rows, err := w.db.Query(ctx, loadDeliveries, ids, w.now())
 	if err != nil {
 		return nil, err
 	}
 	byID := make(map[uuid.UUID]*loaded, len(ids))
 	var (
-		d    loaded
-		next *time.Time
-		body string
+		d            loaded
+		next, expire *time.Time
+		body         string
 	)
 	_, err = pgx.ForEachRow(rows, []any{&d.id, &d.status, &d.attemptCount, &d.firstAttempt, &next,
-		&d.messageID, &body, &d.endpointID, &d.url, &d.endpointEnabled, &d.rateLimit}, func() error {
+		&d.messageID, &body, &d.endpointID, &d.url, &d.endpointEnabled, &d.rateLimit, &d.secrets, &expire}, func() error {
 		one := d
-		one.nextAttemptAt = time.Time{}
+		one.nextAttemptAt, one.secretsExpire = time.Time{}, time.Time{}
 		if next != nil {
 			one.nextAttemptAt = *next
+		}
+		if expire != nil {
+			one.secretsExpire = *expire
 		}
 		one.body = []byte(body)
 		byID[one.id] = &one

@@ -56,7 +56,7 @@ func (w *Worker) send(ctx context.Context, d loaded) (a attempt) {
 	// endpoint's time, so the attempt's clock and timeout start after it.
 	// Otherwise a slow database would use up the endpoint's timeout and
 	// record a timeout against it, for a request that maybe never left.
-	secrets, secretsErr := w.secrets.ActiveSecrets(ctx, d.endpointID, w.now())
+	secrets, secretsErr := w.secrets.secretsFor(ctx, d, w.now())
 
 	a.startedAt = w.now()
 	defer func() { a.duration = w.now().Sub(a.startedAt) }()

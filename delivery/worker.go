@@ -103,7 +103,7 @@ type Worker struct {
 	river.WorkerDefaults[Args]
 
 	db            DB
-	secrets       SecretSource
+	secrets       *secretCache
 	policy        schedule.Policy
 	timeout       time.Duration
 	maxBusySnooze time.Duration
@@ -139,7 +139,7 @@ func NewWorker(cfg Config) (*Worker, error) {
 	}
 	w := &Worker{
 		db:            cfg.DB,
-		secrets:       cfg.Secrets,
+		secrets:       newSecretCache(cfg.Secrets),
 		policy:        cfg.Policy,
 		timeout:       cmp.Or(cfg.Timeout, DefaultTimeout),
 		maxBusySnooze: cmp.Or(cfg.MaxBusySnooze, DefaultMaxBusySnooze),
