@@ -45,7 +45,7 @@ sim:
 
 ## bench: every benchmark scenario (under 10 minutes): prints the tables and
 ## writes docs/benchmarks/results.json and docs/benchmarks/latency.svg
-BENCH_FLAGS ?= --dispatcher=in-process
+BENCH_FLAGS ?=
 bench: build
 	@mkdir -p docs/benchmarks
 	./bin/bench $(BENCH_FLAGS) --json docs/benchmarks/results.json --svg docs/benchmarks/latency.svg

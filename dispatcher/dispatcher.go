@@ -46,6 +46,10 @@ const (
 	// DefaultShutdownGrace is how long a stopping dispatcher lets in-flight
 	// attempts finish before cancelling them.
 	DefaultShutdownGrace = 30 * time.Second
+	// DefaultMaxConns is the connection pool size cmd/dispatcher gives a
+	// dispatcher: its workers each hold a connection briefly per attempt,
+	// and River and the fan-out hold some more.
+	DefaultMaxConns = 25
 )
 
 // FetchCooldown is the least time between two of River's job fetches. With

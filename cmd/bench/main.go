@@ -61,8 +61,8 @@ Scenarios:
 		producers  = fs.Int("producers", bench.DefaultProducers, "producer goroutines publishing at once")
 		maxDrain   = fs.Duration("max-drain", bench.DefaultMaxDrain, "longest wait for deliveries after publishing ends")
 		every      = fs.Duration("progress", bench.DefaultProgressEvery, "interval between progress lines; 0 turns them off")
-		workers    = fs.Int("workers", 0, "dispatcher workers (River MaxWorkers) for the in-process dispatcher and the baseline; 0 means the dispatcher's default")
-		maxConns   = fs.Int("max-conns", 0, "connection pool size of the in-process dispatcher and the baseline; 0 means the default")
+		workers    = fs.Int("workers", 0, "dispatcher workers (River MaxWorkers), also for the baseline; 0 means the dispatcher's default")
+		maxConns   = fs.Int("max-conns", 0, "dispatcher connection pool size, also for the baseline; 0 means the dispatcher's default")
 		cpuProfile = fs.String("cpuprofile", "", "write a CPU profile of the bench process (with --dispatcher=in-process, the dispatcher's too) to this file")
 	)
 	if err := fs.Parse(args); err != nil {
@@ -120,7 +120,14 @@ Scenarios:
 		if err != nil {
 			return err
 		}
-		cfg.StartDispatcher = bench.ProcessDispatcher(path, strings.Fields(*dispArgs)...)
+		args := strings.Fields(*dispArgs)
+		if *workers > 0 {
+			args = append(args, fmt.Sprintf("--workers=%d", *workers))
+		}
+		if *maxConns > 0 {
+			args = append(args, fmt.Sprintf("--max-conns=%d", *maxConns))
+		}
+		cfg.StartDispatcher = bench.ProcessDispatcher(path, args...)
 	case modeInProcess:
 		cfg.StartDispatcher = bench.InProcess(bench.InProcessOptions{Workers: *workers, MaxConns: *maxConns})
 	default:

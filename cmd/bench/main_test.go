@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"net/url"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"testing"
 
@@ -15,19 +16,25 @@ import (
 	"github.com/heraldhq/herald/internal/pgtest"
 )
 
-// TestCommandSmoke runs the command as `make bench` does on two scenarios
-// shrunk to a few hundred deliveries.
+// TestCommandSmoke runs the command as `make bench` does, with the
+// dispatcher as a child process, on two scenarios shrunk to a few hundred
+// deliveries.
 func TestCommandSmoke(t *testing.T) {
 	t.Parallel()
 	dir := t.TempDir()
+	dispatcher := filepath.Join(dir, "dispatcher")
+	build := exec.Command("go", "build", "-o", dispatcher, "github.com/heraldhq/herald/cmd/dispatcher")
+	out, err := build.CombinedOutput()
+	require.NoError(t, err, "build the dispatcher: %s", out)
+
 	jsonPath, svgPath := filepath.Join(dir, "results.json"), filepath.Join(dir, "latency.svg")
-	err := run([]string{
+	err = run([]string{
 		"--database-url", scratchURL(t),
 		"--scenarios", "steady,burst",
 		"--smoke", "300",
 		"--producers", "4",
 		"--max-conns", "4",
-		"--dispatcher", "in-process",
+		"--dispatcher-bin", dispatcher,
 		"--progress", "0",
 		"--json", jsonPath,
 		"--svg", svgPath,
@@ -38,13 +45,13 @@ func TestCommandSmoke(t *testing.T) {
 	require.NoError(t, err)
 	var report bench.Report
 	require.NoError(t, json.Unmarshal(data, &report))
-	require.Equal(t, "in-process", report.Dispatcher)
+	require.Equal(t, "process", report.Dispatcher)
 	require.Len(t, report.Results, 2)
 	for _, res := range report.Results {
 		require.Empty(t, res.Problem, res.Scenario)
 		require.Equal(t, res.Deliveries, res.Delivered, res.Scenario)
-		require.Positive(t, res.DispatcherCPUSeconds, res.Scenario)
-		require.Positive(t, res.DispatcherPeakRSSMB, res.Scenario)
+		require.Positive(t, res.DispatcherCPUSeconds, "%s: the child's CPU time was read", res.Scenario)
+		require.Positive(t, res.DispatcherPeakRSSMB, "%s: the child's peak RSS was read", res.Scenario)
 	}
 	svg, err := os.ReadFile(svgPath)
 	require.NoError(t, err)

@@ -16,10 +16,6 @@ import (
 	"github.com/heraldhq/herald/schedule"
 )
 
-// defaultMaxConns is the dispatcher's pool size: its workers each hold a
-// connection briefly per attempt, and River and the fan-out hold some more.
-const defaultMaxConns = 25
-
 // settings are the dispatcher's flags.
 type settings struct {
 	db            config.Database
@@ -39,7 +35,7 @@ type settings struct {
 }
 
 func (s *settings) register(fs *flag.FlagSet) {
-	s.db.MaxConns = defaultMaxConns
+	s.db.MaxConns = dispatcher.DefaultMaxConns
 	s.db.Register(fs)
 	s.ssrf.Register(fs)
 	s.health.Register(fs)

@@ -28,8 +28,8 @@ type BaselineConfig struct {
 	// the dispatcher's. Zero means the default.
 	FetchCooldown     time.Duration
 	FetchPollInterval time.Duration
-	// MaxConns caps the client's connection pool. Zero means pgxpool's
-	// default, as for the dispatcher.
+	// MaxConns caps the client's connection pool. Defaults to the
+	// dispatcher's. Zero means the default.
 	MaxConns int32
 }
 
@@ -69,7 +69,7 @@ func (r *runner) baseline(ctx context.Context, s Scenario) (res Result, err erro
 	res = Result{Scenario: s.Name, About: s.About, Events: s.Events, Deliveries: s.Events, LoadAverage: loadAverage()}
 
 	cfg := r.cfg.Baseline
-	pool, err := database.Open(ctx, st.url, database.Options{MaxConns: cfg.MaxConns})
+	pool, err := database.Open(ctx, st.url, database.Options{MaxConns: cmp.Or(cfg.MaxConns, dispatcher.DefaultMaxConns)})
 	if err != nil {
 		return Result{}, err
 	}

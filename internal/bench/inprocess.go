@@ -23,7 +23,8 @@ import (
 type InProcessOptions struct {
 	// Workers is the number of attempts run at once.
 	Workers int
-	// MaxConns caps the dispatcher's connection pool.
+	// MaxConns caps the dispatcher's connection pool. Defaults to
+	// dispatcher.DefaultMaxConns, as cmd/dispatcher.
 	MaxConns int
 	// Timeout bounds one HTTP attempt.
 	Timeout time.Duration
@@ -45,7 +46,7 @@ func InProcess(opts InProcessOptions) StartDispatcher {
 		if err != nil {
 			return nil, err
 		}
-		pool, err := database.Open(ctx, url, database.Options{MaxConns: int32(opts.MaxConns)})
+		pool, err := database.Open(ctx, url, database.Options{MaxConns: int32(cmp.Or(opts.MaxConns, dispatcher.DefaultMaxConns))})
 		if err != nil {
 			return nil, err
 		}
