@@ -6,7 +6,6 @@ import (
 	"maps"
 	"slices"
 	"strings"
-	"text/tabwriter"
 	"time"
 )
 
@@ -97,12 +96,12 @@ const (
 
 // WriteTable writes the report as a table, then the problems if any.
 func (r *Report) WriteTable(w io.Writer) error {
-	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', tabwriter.AlignRight)
+	var rows [][3]string
 	row := func(label string, value any, note string) {
-		fmt.Fprintf(tw, "%s\t%v\t\t%s\n", label, value, note)
+		rows = append(rows, [3]string{label, fmt.Sprint(value), note})
 	}
 	row("events committed", r.Events, fmt.Sprintf("by %d producers, about %d objects", r.Config.Producers, r.Objects))
-	row("events rolled back", r.RolledBack, "published in transactions that rolled back: must never be sent")
+	row("events rolled back", r.RolledBack, "published in transactions that rolled back: none may arrive")
 	row("producer transactions retried", r.ProducerRetries, "after a database error")
 	row("dispatcher processes", r.Config.Dispatchers, "separate processes of cmd/dispatcher")
 	row("dispatcher kills (SIGKILL)", r.Kills, "")
@@ -128,14 +127,23 @@ func (r *Report) WriteTable(w io.Writer) error {
 	row("objects at their latest version", fmt.Sprintf("%d/%d", r.ObjectsLatest, r.Objects), "")
 	row("deliveries pending", r.Deliveries["pending"], statusText(r.Deliveries))
 	row("runtime", r.Runtime.Round(time.Second), "")
-	if err := tw.Flush(); err != nil {
-		return err
+
+	labelWidth, valueWidth := 0, 0
+	for _, rw := range rows {
+		labelWidth = max(labelWidth, len(rw[0]))
+		valueWidth = max(valueWidth, len(rw[1]))
+	}
+	var b strings.Builder
+	for _, rw := range rows {
+		line := fmt.Sprintf("%-*s  %*s  %s", labelWidth, rw[0], valueWidth, rw[1], rw[2])
+		b.WriteString(strings.TrimRight(line, " ") + "\n")
 	}
 	if len(r.Problems) == 0 {
-		_, err := fmt.Fprintln(w, "\nevery check passed")
-		return err
+		b.WriteString("\nevery check passed\n")
+	} else {
+		fmt.Fprintf(&b, "\n%d problems:\n- %s\n", len(r.Problems), strings.Join(r.Problems, "\n- "))
 	}
-	_, err := fmt.Fprintf(w, "\n%d problems:\n- %s\n", len(r.Problems), strings.Join(r.Problems, "\n- "))
+	_, err := io.WriteString(w, b.String())
 	return err
 }
 
