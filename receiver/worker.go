@@ -203,8 +203,9 @@ func (w *Worker) prune(ctx context.Context) {
 // the same objects in the same order. It returns how many
 // events it handled, succeeded or failed; 0 means none was due. A failing
 // event does not fail the batch: its savepoint is rolled back and the
-// failure recorded. The error is for the batch itself (the database) or
-// ctx. Run calls it in a loop; call it directly to process the inbox from
+// failure recorded. The error is for the batch itself (the database, also
+// when its connection broke while an event was handled, which counts
+// against no event) or ctx. Run calls it in a loop; call it directly to process the inbox from
 // a scheduler of your own.
 func (w *Worker) ProcessBatch(ctx context.Context) (int, error) {
 	tx, err := w.db.Begin(ctx)
@@ -225,6 +226,11 @@ func (w *Worker) ProcessBatch(ctx context.Context) (int, error) {
 		if ctx.Err() != nil {
 			// Stopping is not the event's fault: roll back, count nothing.
 			return 0, ctx.Err()
+		}
+		if tx.Conn().IsClosed() {
+			// Nor is a connection that broke (the database restarted):
+			// the batch is claimed again once the database is back.
+			return 0, fmt.Errorf("process batch: the database connection broke while handling event %d: %w", ev.ID, runErr)
 		}
 		if err := w.recordFailure(ctx, tx, ev, runErr); err != nil {
 			// The batch transaction is unusable. Give up on it, then count

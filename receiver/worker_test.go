@@ -201,6 +201,34 @@ func TestWorker(t *testing.T) {
 		require.EqualValues(t, 100, bundle.credits(t, "acct_2"))
 	})
 
+	// A connection that breaks under a batch (the database restarts) is not
+	// the event's fault: nothing counts towards its dead letter, and the
+	// next batch applies it.
+	t.Run("BrokenConnectionIsNotTheEventsFailure", func(t *testing.T) {
+		t.Parallel()
+		bundle := setup(t)
+		bundle.storeEvent(t, "acme", "msg_1", "account.credited", creditData{Account: "acct_1", Amount: 100})
+		broken := false
+		handle := func(ctx context.Context, tx pgx.Tx, ev receiver.Event) error {
+			if !broken {
+				broken = true
+				_, err := tx.Exec(ctx, `SELECT pg_terminate_backend(pg_backend_pid())`)
+				return err
+			}
+			return creditHandler(ctx, tx, ev)
+		}
+		w := newWorker(t, bundle, handle, receiver.WorkerConfig{MaxAttempts: 1})
+
+		_, err := w.ProcessBatch(bundle.ctx)
+		require.ErrorContains(t, err, "connection")
+		require.Equal(t, 1, drain(t, bundle.ctx, w))
+
+		require.EqualValues(t, 100, bundle.credits(t, "acct_1"))
+		var attempts int
+		require.NoError(t, bundle.pool.QueryRow(bundle.ctx, `SELECT attempts FROM webhook_inbox.events WHERE webhook_id = 'msg_1'`).Scan(&attempts))
+		require.Zero(t, attempts, "the broken connection must not count as a failed attempt")
+	})
+
 	t.Run("FailedEventWaitsForItsRetryDelay", func(t *testing.T) {
 		t.Parallel()
 		bundle := setup(t)
