@@ -57,10 +57,15 @@ FROM delivery d`
 	// pending at the attempt count its attempt was decided on. It returns
 	// the deliveries it recorded; the others changed meanwhile and are
 	// recorded one by one.
+	//
+	// The status a delivery must still have comes as a column of the input
+	// ('pending' on every row), not as a constant: with a constant the
+	// planner may read the partial index of all pending deliveries, the
+	// whole backlog, for every batch.
 	recordSuccesses = `WITH input AS (
-    SELECT * FROM unnest($1::uuid[], $2::integer[], $3::timestamptz[], $4::timestamptz[], $5::integer[],
-        $6::integer[], $7::uuid[], $8::uuid[], $9::uuid[], $10::text[], $11::text[], $12::text[])
-        AS i(delivery_id, seen_attempt_count, started_at, ended_at, duration_ms,
+    SELECT * FROM unnest($1::uuid[], $2::text[], $3::integer[], $4::timestamptz[], $5::timestamptz[],
+        $6::integer[], $7::integer[], $8::uuid[], $9::uuid[], $10::uuid[], $11::text[], $12::text[], $13::text[])
+        AS i(delivery_id, seen_status, seen_attempt_count, started_at, ended_at, duration_ms,
             status_code, attempt_id, message_id, endpoint_id, trigger, request_headers, response_excerpt)
 ), delivery AS (
     UPDATE herald.deliveries d
@@ -69,13 +74,13 @@ FROM delivery d`
         last_attempt_at = i.started_at, next_attempt_at = NULL, completed_at = i.ended_at,
         last_status_code = i.status_code, last_error = NULL, updated_at = now()
     FROM input i
-    WHERE d.id = i.delivery_id AND d.status = 'pending' AND d.attempt_count = i.seen_attempt_count
+    WHERE d.id = i.delivery_id AND d.status = i.seen_status AND d.attempt_count = i.seen_attempt_count
     RETURNING d.id, d.attempt_count
 )
 INSERT INTO herald.attempts (id, delivery_id, message_id, endpoint_id, attempt_number, trigger, started_at,
     duration_ms, request_headers, status_code, error, response_excerpt, outcome)
 SELECT i.attempt_id, d.id, i.message_id, i.endpoint_id, d.attempt_count, i.trigger, i.started_at,
-    i.duration_ms, i.request_headers::jsonb, i.status_code, NULL, i.response_excerpt, $13
+    i.duration_ms, i.request_headers::jsonb, i.status_code, NULL, i.response_excerpt, $14
 FROM delivery d JOIN input i ON i.delivery_id = d.id
 RETURNING delivery_id`
 )

@@ -57,6 +57,7 @@ func (w *Worker) recordSuccesses(ctx context.Context, batch []success) ([]bool, 
 	n := len(order)
 	var (
 		deliveryIDs = make([]uuid.UUID, 0, n)
+		seenStatus  = make([]string, 0, n)
 		seenCounts  = make([]int, 0, n)
 		started     = make([]time.Time, 0, n)
 		ended       = make([]time.Time, 0, n)
@@ -80,6 +81,7 @@ func (w *Worker) recordSuccesses(ctx context.Context, batch []success) ([]bool, 
 			return nil, fmt.Errorf("attempt headers: %w", err)
 		}
 		deliveryIDs = append(deliveryIDs, s.d.id)
+		seenStatus = append(seenStatus, statusPending)
 		seenCounts = append(seenCounts, s.d.attemptCount)
 		started = append(started, s.a.startedAt)
 		ended = append(ended, s.a.startedAt.Add(s.a.duration))
@@ -98,7 +100,7 @@ func (w *Worker) recordSuccesses(ctx context.Context, batch []success) ([]bool, 
 		return nil, fmt.Errorf("record %d successes: %w", n, err)
 	}
 	defer func() { _ = tx.Rollback(context.WithoutCancel(ctx)) }()
-	rows, err := tx.Query(ctx, recordSuccesses, deliveryIDs, seenCounts, started, ended, durations, statusCodes,
+	rows, err := tx.Query(ctx, recordSuccesses, deliveryIDs, seenStatus, seenCounts, started, ended, durations, statusCodes,
 		attemptIDs, messageIDs, endpointIDs, triggers, headers, excerpts, string(Succeeded))
 	if err != nil {
 		return nil, fmt.Errorf("record %d successes: %w", n, err)
