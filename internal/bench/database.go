@@ -26,6 +26,10 @@ type ScratchDatabases struct {
 	admin    *pgx.ConnConfig
 	template string
 	built    bool
+	// lock holds an advisory lock on the scratch database's name while the
+	// bench uses it: a second bench on the same name would drop the first
+	// one's database under it.
+	lock *pgx.Conn
 }
 
 // NewScratchDatabases checks url; nothing is created until the first New.
@@ -47,6 +51,9 @@ func NewScratchDatabases(url string) (*ScratchDatabases, error) {
 // and returns its URL and a function that drops it.
 func (s *ScratchDatabases) New(ctx context.Context) (string, func() error, error) {
 	if !s.built {
+		if err := s.takeLock(ctx); err != nil {
+			return "", nil, err
+		}
 		if err := s.buildTemplate(ctx); err != nil {
 			return "", nil, err
 		}
@@ -65,12 +72,35 @@ func (s *ScratchDatabases) New(ctx context.Context) (string, func() error, error
 	return s.url, drop, nil
 }
 
-// Close drops the template.
+// Close drops the template and lets another bench use the name.
 func (s *ScratchDatabases) Close(ctx context.Context) error {
+	if s.lock != nil {
+		defer s.lock.Close(context.WithoutCancel(ctx))
+	}
 	if !s.built {
 		return nil
 	}
 	return s.exec(ctx, "DROP DATABASE IF EXISTS "+pgx.Identifier{s.template}.Sanitize()+" WITH (FORCE)")
+}
+
+// takeLock takes the advisory lock on the scratch database's name, or says
+// that another bench holds it.
+func (s *ScratchDatabases) takeLock(ctx context.Context) error {
+	conn, err := pgx.ConnectConfig(ctx, s.admin)
+	if err != nil {
+		return fmt.Errorf("connect to %s:%d/postgres: %w; %s", s.admin.Host, s.admin.Port, err, database.StartHint)
+	}
+	var locked bool
+	if err := conn.QueryRow(ctx, "SELECT pg_try_advisory_lock(hashtext($1))", "herald bench "+s.pool.ConnConfig.Database).Scan(&locked); err != nil {
+		_ = conn.Close(ctx)
+		return fmt.Errorf("lock scratch database: %w", err)
+	}
+	if !locked {
+		_ = conn.Close(ctx)
+		return fmt.Errorf("another bench is using scratch database %q; wait for it to finish or point --database-url at another one", s.pool.ConnConfig.Database)
+	}
+	s.lock = conn
+	return nil
 }
 
 func (s *ScratchDatabases) buildTemplate(ctx context.Context) error {

@@ -73,7 +73,10 @@ type Config struct {
 }
 
 // Run runs the scenarios one after the other and reports on all of them.
-func Run(ctx context.Context, cfg Config, scenarios []Scenario) (Report, error) {
+//
+// When a scenario fails, Run returns the report of the scenarios before it
+// with the error.
+func Run(ctx context.Context, cfg Config, scenarios []Scenario) (report Report, err error) {
 	if cfg.NewDatabase == nil {
 		return Report{}, errors.New("bench: Config.NewDatabase is nil")
 	}
@@ -87,10 +90,17 @@ func Run(ctx context.Context, cfg Config, scenarios []Scenario) (Report, error) 
 	r.cfg.MaxDrain = cmp.Or(cfg.MaxDrain, DefaultMaxDrain)
 	r.cfg.ProgressEvery = cmp.Or(cfg.ProgressEvery, DefaultProgressEvery)
 
-	report := Report{Date: time.Now().UTC(), Dispatcher: cfg.Dispatcher}
+	report = Report{Date: time.Now().UTC(), Dispatcher: cfg.Dispatcher}
+	defer func() {
+		report.Machine = r.machine
+		report.Machine.CPUs = runtime.NumCPU()
+		report.Machine.GoVersion = runtime.Version()
+		report.Machine.Kernel = kernel()
+		report.Machine.MemoryMB = memoryMB()
+		report.Targets = evaluate(report)
+	}()
 	for _, s := range scenarios {
 		var results []Result
-		var err error
 		switch {
 		case s.Baseline:
 			var res Result
@@ -115,12 +125,6 @@ func Run(ctx context.Context, cfg Config, scenarios []Scenario) (Report, error) 
 		}
 		report.Results = append(report.Results, results...)
 	}
-	report.Machine = r.machine
-	report.Machine.CPUs = runtime.NumCPU()
-	report.Machine.GoVersion = runtime.Version()
-	report.Machine.Kernel = kernel()
-	report.Machine.MemoryMB = memoryMB()
-	report.Targets = evaluate(report)
 	return report, nil
 }
 

@@ -30,6 +30,8 @@ func ProcessDispatcher(path string, args ...string) StartDispatcher {
 			"HERALD_ALLOW_CIDRS="+LoopbackCIDR,
 			"HERALD_MIGRATE=false",
 		)
+		// The child gets SIGTERM should the bench die first.
+		cmd.SysProcAttr = &syscall.SysProcAttr{Pdeathsig: syscall.SIGTERM}
 		p := &process{cmd: cmd, exited: make(chan struct{})}
 		cmd.Stdout = &p.output
 		cmd.Stderr = &p.output
