@@ -65,6 +65,11 @@ func (d *Dispatcher) drainAndWait(ctx context.Context, conn *pgx.Conn) {
 		waitCtx, cancel := context.WithTimeout(ctx, d.pollInterval)
 		_, err := conn.WaitForNotification(waitCtx)
 		cancel()
+		if err == nil {
+			// One drain claims every message committed before it starts,
+			// so a burst of publishes needs one drain, not one each.
+			_, err = takeBurst(ctx, conn, d.batchSize, burstGap)
+		}
 		switch {
 		case ctx.Err() != nil:
 			return
@@ -73,6 +78,31 @@ func (d *Dispatcher) drainAndWait(ctx context.Context, conn *pgx.Conn) {
 			return
 		}
 	}
+}
+
+// burstGap is how soon after a notification the next must arrive to count
+// as part of the same burst.
+const burstGap = time.Millisecond
+
+// takeBurst consumes, after a notification woke the fan-out, the ones that
+// follow it within gap of each other, up to limit (that many mean at least
+// a batch is waiting: time to drain), and returns how many it took. Each
+// publish notifies once; without this, the fan-out ran one transaction per
+// publish, and while the database was down it spun through the backlog of
+// notifications, logging a failed drain for each.
+func takeBurst(ctx context.Context, conn *pgx.Conn, limit int, gap time.Duration) (int, error) {
+	for n := 0; n < limit; n++ {
+		waitCtx, cancel := context.WithTimeout(ctx, gap)
+		_, err := conn.WaitForNotification(waitCtx)
+		cancel()
+		if err != nil {
+			if errors.Is(err, context.DeadlineExceeded) && ctx.Err() == nil {
+				return n, nil
+			}
+			return n, err
+		}
+	}
+	return limit, nil
 }
 
 // drain runs fan-out transactions until one claims less than a full batch.
