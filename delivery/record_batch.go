@@ -100,6 +100,9 @@ func (w *Worker) recordSuccesses(ctx context.Context, batch []success) ([]bool, 
 		return nil, fmt.Errorf("record %d successes: %w", n, err)
 	}
 	defer func() { _ = tx.Rollback(context.WithoutCancel(ctx)) }()
+	if _, err := tx.Exec(ctx, lookUpByIndex); err != nil {
+		return nil, fmt.Errorf("record %d successes: %w", n, err)
+	}
 	rows, err := tx.Query(ctx, recordSuccesses, deliveryIDs, seenStatus, seenCounts, started, ended, durations, statusCodes,
 		attemptIDs, messageIDs, endpointIDs, triggers, headers, excerpts, string(Succeeded))
 	if err != nil {
