@@ -57,15 +57,30 @@ func (d *Dispatcher) listen(ctx context.Context) (*pgx.Conn, error) {
 
 // drainAndWait alternates draining and waiting on conn until ctx ends or
 // the connection fails.
+//
+// Publishers notify only when no publish has notified in the last 100 ms
+// (herald.wake_dispatcher, migrations/0009_outbox_wakeups.sql): a
+// notification serialises committing transactions cluster-wide. So once
+// woken, the fan-out stays awake for linger after the last notification or
+// message, draining every lingerPoll; then it waits for a notification
+// again, or PollInterval.
 func (d *Dispatcher) drainAndWait(ctx context.Context, conn *pgx.Conn) {
+	var awakeUntil time.Time
 	for {
 		// Subscribed before draining, so a publish committed while a batch
 		// runs still wakes the next wait.
-		d.drain(ctx)
-		waitCtx, cancel := context.WithTimeout(ctx, d.pollInterval)
+		if d.drain(ctx) > 0 {
+			awakeUntil = time.Now().Add(linger)
+		}
+		wait := d.pollInterval
+		if time.Now().Before(awakeUntil) {
+			wait = lingerPoll
+		}
+		waitCtx, cancel := context.WithTimeout(ctx, wait)
 		_, err := conn.WaitForNotification(waitCtx)
 		cancel()
 		if err == nil {
+			awakeUntil = time.Now().Add(linger)
 			// One drain claims every message committed before it starts,
 			// so a burst of publishes needs one drain, not one each.
 			_, err = takeBurst(ctx, conn, d.batchSize, burstGap)
@@ -79,6 +94,18 @@ func (d *Dispatcher) drainAndWait(ctx context.Context, conn *pgx.Conn) {
 		}
 	}
 }
+
+// The fan-out's wakefulness. linger must exceed the 100 ms within which
+// publishers notify at most once, so that a publish that did not notify
+// always finds the fan-out awake.
+const (
+	// linger is how long the fan-out stays awake after the last
+	// notification or message.
+	linger = 500 * time.Millisecond
+	// lingerPoll is how often it drains while awake: the most a message
+	// waits for its fan-out while publishers are active.
+	lingerPoll = 5 * time.Millisecond
+)
 
 // burstGap is how soon after a notification the next must arrive to count
 // as part of the same burst.
@@ -106,19 +133,21 @@ func takeBurst(ctx context.Context, conn *pgx.Conn, limit int, gap time.Duration
 }
 
 // drain runs fan-out transactions until one claims less than a full batch.
-func (d *Dispatcher) drain(ctx context.Context) {
+func (d *Dispatcher) drain(ctx context.Context) (claimed int) {
 	for ctx.Err() == nil {
-		claimed, err := d.fanOut(ctx)
+		n, err := d.fanOut(ctx)
+		claimed += n
 		if err != nil {
 			if ctx.Err() == nil {
 				d.logger.ErrorContext(ctx, "fan out messages", "error", err)
 			}
-			return
+			return claimed
 		}
-		if claimed < d.batchSize {
-			return
+		if n < d.batchSize {
+			return claimed
 		}
 	}
+	return claimed
 }
 
 // fanOut claims one batch of undispatched messages and, in one

@@ -17,6 +17,8 @@
 //
 //	SELECT * FROM herald.publish('acme', 'invoice.paid', 'inv_123', '{"amount": 4200}');
 //
-// A committed publish wakes the dispatcher with a NOTIFY on [NotifyChannel];
-// nothing is sent for a transaction that rolls back.
+// A committed publish wakes the dispatcher with a NOTIFY on [NotifyChannel]
+// unless another publish did in the last 100 ms (the dispatcher stays awake
+// while messages keep coming; see herald.wake_dispatcher); nothing is sent
+// for a transaction that rolls back.
 package outbox

@@ -11,7 +11,9 @@ import (
 )
 
 // NotifyChannel is the Postgres channel a publish notifies when its
-// transaction commits. The dispatcher LISTENs on it and polls as a fallback.
+// transaction commits, unless another publish notified in the last 100 ms.
+// The dispatcher LISTENs on it, stays awake while messages keep coming, and
+// polls as a fallback.
 const NotifyChannel = "herald_outbox"
 
 // DefaultMaxPayloadBytes is the largest serialized Data accepted by default:
