@@ -11,7 +11,9 @@ const (
 	// batchMax is the most requests one round trip carries.
 	batchMax = 128
 	// batchFlushers is how many round trips of one kind may run at once.
-	batchFlushers = 4
+	// One gives the largest batches: in the steady benchmark four cost 15%
+	// more CPU per delivery than one, for no gain in throughput.
+	batchFlushers = 1
 	// batchTimeout bounds one round trip. It is detached from the callers'
 	// contexts: one job being cancelled must not fail the others' batch.
 	batchTimeout = 30 * time.Second
