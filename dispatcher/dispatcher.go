@@ -33,10 +33,13 @@ import (
 // Defaults of Config.
 const (
 	// DefaultWorkers is the number of deliveries a process sends at once.
-	// Sending is I/O-bound: a worker mostly waits for a receiver.
-	DefaultWorkers = 100
+	// Sending is I/O-bound: a worker mostly waits for a receiver, or for
+	// the batch its load or its record shares with others. A worker costs
+	// a goroutine; each endpoint still gets at most
+	// delivery.DefaultMaxInflightPerEndpoint of them.
+	DefaultWorkers = 500
 	// DefaultBatchSize is how many messages one fan-out transaction claims.
-	DefaultBatchSize = 100
+	DefaultBatchSize = 500
 	// DefaultPollInterval is how often the fan-out looks for messages when
 	// no notification woke it.
 	DefaultPollInterval = time.Second
@@ -73,10 +76,10 @@ type Config struct {
 	// each of them keeps in herald.dispatchers.
 	Delivery delivery.Config
 	// Workers is how many attempts this process runs at once. Defaults to
-	// 100. Zero means the default.
+	// 500. Zero means the default.
 	Workers int
 	// BatchSize is how many messages one fan-out transaction claims.
-	// Defaults to 100. Zero means the default.
+	// Defaults to 500. Zero means the default.
 	BatchSize int
 	// PollInterval is how often the fan-out looks for messages when no
 	// publish notified it (notifications are lost while the listening
