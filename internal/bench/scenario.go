@@ -59,8 +59,8 @@ var Scenarios = []Scenario{
 	},
 	{
 		Name:        "burst",
-		About:       "100,000 events published at once to 10 endpoints, then drained",
-		Tenants:     10,
+		About:       "100,000 events published at once to 50 endpoints, then drained",
+		Tenants:     50,
 		Events:      100_000,
 		EventsPerTx: 100,
 		Warmup:      2 * time.Second,
