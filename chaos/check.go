@@ -15,6 +15,9 @@ import (
 	"github.com/heraldhq/herald/delivery"
 )
 
+// deliveryKinds are the River job kinds that send deliveries.
+var deliveryKinds = []string{delivery.Kind, delivery.BatchKind}
+
 // maxExamples bounds the examples a problem quotes.
 const maxExamples = 5
 
@@ -124,7 +127,7 @@ func checkDeliveries(ctx context.Context, r *Report, herald *pgxpool.Pool) error
 	if r.Deliveries, err = countBy(ctx, herald, selectDeliveryStatuses); err != nil {
 		return fmt.Errorf("read deliveries: %w", err)
 	}
-	if r.Jobs, err = countBy(ctx, herald, selectJobStates, delivery.Kind); err != nil {
+	if r.Jobs, err = countBy(ctx, herald, selectJobStates, deliveryKinds); err != nil {
 		return fmt.Errorf("read delivery jobs: %w", err)
 	}
 	if n := r.Deliveries["succeeded"]; n != r.Events || n != sum(r.Deliveries) {
@@ -173,7 +176,7 @@ type jobError struct {
 // readJobErrors returns, per webhook ID, the errors River recorded on its
 // delivery's job, in time order.
 func readJobErrors(ctx context.Context, herald *pgxpool.Pool) (map[string][]jobError, error) {
-	rows, err := herald.Query(ctx, selectJobErrors, delivery.Kind)
+	rows, err := herald.Query(ctx, selectJobErrors, deliveryKinds)
 	if err != nil {
 		return nil, fmt.Errorf("read job errors: %w", err)
 	}

@@ -58,14 +58,20 @@ WHERE d.attempt_count <> (SELECT count(*) FROM herald.attempts a WHERE a.deliver
     outcome, coalesce(status_code, 0), coalesce(error, '')
 FROM herald.attempts
 ORDER BY started_at, attempt_number`
-	// selectJobErrors lists the errors River recorded on delivery jobs,
-	// with the message each job delivers.
+	// selectJobErrors lists the errors River recorded on delivery jobs of
+	// the kinds $1, with the message of each delivery the job sends: one
+	// for a delivery.Args job, several for a delivery.BatchArgs job.
 	selectJobErrors = `SELECT d.message_id, (e->>'at')::timestamptz, coalesce(e->>'error', '')
 FROM herald.river_job j
-JOIN herald.deliveries d ON d.id = (j.args->>'delivery_id')::uuid
+CROSS JOIN LATERAL (
+    SELECT (j.args->>'delivery_id')::uuid AS id WHERE j.args ? 'delivery_id'
+    UNION ALL
+    SELECT jsonb_array_elements_text(j.args->'delivery_ids')::uuid
+) sent
+JOIN herald.deliveries d ON d.id = sent.id
 CROSS JOIN LATERAL unnest(j.errors) AS e
-WHERE j.kind = $1`
-	selectJobStates = `SELECT state::text, count(*) FROM herald.river_job WHERE kind = $1 GROUP BY state`
+WHERE j.kind = ANY($1)`
+	selectJobStates = `SELECT state::text, count(*) FROM herald.river_job WHERE kind = ANY($1) GROUP BY state`
 	selectVersions  = `SELECT p.id, p.seq, coalesce(v.version, 0)
 FROM producer_objects p
 LEFT JOIN herald.object_versions v ON v.tenant_id = $1 AND v.object_id = p.id`

@@ -81,3 +81,41 @@ func (a Args) check() (Trigger, error) {
 	}
 	return a.Trigger, nil
 }
+
+// BatchKind is the River job kind of BatchArgs.
+const BatchKind = "herald.delivery_batch"
+
+// MaxBatch is the most deliveries one BatchArgs job carries.
+const MaxBatch = 100
+
+// BatchArgs is the River job that makes the first attempt of several new
+// deliveries to one endpoint: the fan-out's fast path, which costs River one
+// job for the lot instead of one each. A delivery belongs to its batch job
+// while it has never been attempted and has no next_attempt_at; the job
+// hands a delivery it does not finish (an attempt failed, or the endpoint
+// has a rate limit) to an Args job of its own, which serves it from then on
+// (see BatchWorker).
+type BatchArgs struct {
+	// EndpointID is the endpoint of every delivery. Required.
+	EndpointID uuid.UUID `json:"endpoint_id"`
+	// DeliveryIDs are the herald.deliveries rows to send, at most
+	// MaxBatch, in the order to send them. Required.
+	DeliveryIDs []uuid.UUID `json:"delivery_ids"`
+}
+
+// Kind returns BatchKind.
+func (BatchArgs) Kind() string { return BatchKind }
+
+// InsertOpts puts batch jobs on Queue with MaxJobAttempts.
+func (BatchArgs) InsertOpts() river.InsertOpts {
+	return river.InsertOpts{Queue: Queue, MaxAttempts: MaxJobAttempts}
+}
+
+// check returns why the job can never run, or nil.
+func (a BatchArgs) check() error {
+	if a.EndpointID == uuid.Nil || len(a.DeliveryIDs) == 0 || len(a.DeliveryIDs) > MaxBatch {
+		return fmt.Errorf("delivery batch job with endpoint_id %s and %d delivery_ids; insert delivery.BatchArgs with an endpoint and 1 to %d deliveries",
+			a.EndpointID, len(a.DeliveryIDs), MaxBatch)
+	}
+	return nil
+}

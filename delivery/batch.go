@@ -72,6 +72,36 @@ func (b *batcher[Req, Res]) do(ctx context.Context, req Req) (Res, error) {
 	}
 }
 
+// doAll queues every request of reqs and waits for all their results, in
+// order, or for ctx to end; it fails if any request failed. The requests go
+// in the same round trips as other callers', as many per trip as fit.
+func (b *batcher[Req, Res]) doAll(ctx context.Context, reqs []Req) ([]Res, error) {
+	calls := make([]*batchCall[Req, Res], len(reqs))
+	b.mu.Lock()
+	for i, req := range reqs {
+		calls[i] = &batchCall[Req, Res]{req: req, done: make(chan struct{})}
+		b.pending = append(b.pending, calls[i])
+	}
+	if len(reqs) > 0 && b.running < b.flushers {
+		b.running++
+		go b.flushAll()
+	}
+	b.mu.Unlock()
+	out := make([]Res, len(reqs))
+	for i, c := range calls {
+		select {
+		case <-c.done:
+		case <-ctx.Done():
+			return nil, ctx.Err()
+		}
+		if c.err != nil {
+			return nil, c.err
+		}
+		out[i] = c.res
+	}
+	return out, nil
+}
+
 // flushAll flushes batches until no request is pending.
 func (b *batcher[Req, Res]) flushAll() {
 	for {

@@ -9,6 +9,7 @@ import (
 
 	"github.com/google/uuid"
 	"github.com/riverqueue/river"
+	"github.com/riverqueue/river/rivertype"
 )
 
 // firstBusySnooze is the mean delay after which a job held back by its
@@ -48,6 +49,23 @@ func (f *inflight) acquire(endpoint uuid.UUID) (release func(), ok bool) {
 	return func() { f.release(endpoint) }, true
 }
 
+// acquireUpTo takes as many slots for endpoint as are free, at most n, and
+// returns how many it took and the function that releases them all.
+func (f *inflight) acquireUpTo(endpoint uuid.UUID, n int) (release func(), got int) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	got = min(n, f.cap-f.running[endpoint])
+	if got <= 0 {
+		return func() {}, 0
+	}
+	f.running[endpoint] += got
+	return func() {
+		for range got {
+			f.release(endpoint)
+		}
+	}, got
+}
+
 func (f *inflight) release(endpoint uuid.UUID) {
 	f.mu.Lock()
 	defer f.mu.Unlock()
@@ -61,7 +79,7 @@ func (f *inflight) release(endpoint uuid.UUID) {
 // holdBack returns the error that snoozes a job whose endpoint is at its
 // cap: a random delay in [d/2, 3d/2), where d doubles with each time in a
 // row the job was held back.
-func (w *Worker) holdBack(ctx context.Context, job *river.Job[Args]) error {
+func (w *Worker) holdBack(ctx context.Context, job *rivertype.JobRow) error {
 	n := busyCount(job.Metadata)
 	if err := river.MetadataSet(ctx, busyMetadataKey, n+1); err != nil {
 		return err
@@ -74,7 +92,7 @@ func (w *Worker) holdBack(ctx context.Context, job *river.Job[Args]) error {
 }
 
 // admitted clears the count of holdBack once the job got a slot.
-func admitted(ctx context.Context, job *river.Job[Args]) error {
+func admitted(ctx context.Context, job *rivertype.JobRow) error {
 	if busyCount(job.Metadata) == 0 {
 		return nil
 	}

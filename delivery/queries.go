@@ -25,6 +25,20 @@ WHERE d.id = ANY($1)`
 SET status = 'cancelled', next_attempt_at = NULL, completed_at = $2, updated_at = now()
 WHERE id = $1 AND status = 'pending'`
 
+	// cancelDeliveries stops the pending deliveries $1 of a disabled
+	// endpoint.
+	cancelDeliveries = `UPDATE herald.deliveries
+SET status = 'cancelled', next_attempt_at = NULL, completed_at = $2, updated_at = now()
+WHERE id = ANY($1) AND status = 'pending'`
+
+	// handOff marks the deliveries $1 that still belong to their batch job
+	// (never attempted, no next attempt set) as due at $2, which makes them
+	// the business of the jobs inserted with them, and returns them.
+	handOff = `UPDATE herald.deliveries
+SET next_attempt_at = $2, updated_at = now()
+WHERE id = ANY($1) AND status = 'pending' AND attempt_count = 0 AND next_attempt_at IS NULL
+RETURNING id`
+
 	// reloadProgress reads what deciding an attempt's outcome depends on.
 	reloadProgress = `SELECT status, attempt_count, first_attempt_at FROM herald.deliveries WHERE id = $1`
 

@@ -103,11 +103,13 @@ func (w *Worker) loadMany(ctx context.Context, ids []uuid.UUID) ([]*loaded, erro
 // the delivery's next attempt is due (zero when there is none). It is the
 // one place where an attempt changes Herald's state: the delivery and the
 // attempt row in one statement, recordAttempt, and what the outcome means
-// for the endpoint (Health) in the same transaction.
-func (w *Worker) record(ctx context.Context, d loaded, trigger Trigger, a attempt) (time.Time, error) {
+// for the endpoint (Health) in the same transaction. A non-nil retry is
+// called in that transaction too when another attempt is due: the batch
+// worker hands the delivery to a job of its own there.
+func (w *Worker) record(ctx context.Context, d loaded, trigger Trigger, a attempt, retry retryFunc) (time.Time, error) {
 	p := d.progress
 	for range maxRecordTries {
-		next, recorded, err := w.recordAs(ctx, d, p, trigger, a)
+		next, recorded, err := w.recordAs(ctx, d, p, trigger, a, retry)
 		if err != nil || recorded {
 			return next, err
 		}
@@ -124,7 +126,7 @@ func (w *Worker) record(ctx context.Context, d loaded, trigger Trigger, a attemp
 
 // recordAs decides the outcome of attempt a for a delivery at progress p
 // and records it, unless the delivery is no longer at p (recorded false).
-func (w *Worker) recordAs(ctx context.Context, d loaded, p progress, trigger Trigger, a attempt) (next time.Time, recorded bool, err error) {
+func (w *Worker) recordAs(ctx context.Context, d loaded, p progress, trigger Trigger, a attempt, retry retryFunc) (next time.Time, recorded bool, err error) {
 	number := p.attemptCount + 1
 	first := a.startedAt
 	if p.firstAttempt != nil {
@@ -176,6 +178,11 @@ func (w *Worker) recordAs(ctx context.Context, d loaded, p progress, trigger Tri
 	if err != nil {
 		return time.Time{}, false, err
 	}
+	if retry != nil && s.next != nil && !stopped {
+		if err := retry(ctx, tx); err != nil {
+			return time.Time{}, false, fmt.Errorf("schedule attempt %d of delivery %s: %w", number+1, d.id, err)
+		}
+	}
 	if err := tx.Commit(ctx); err != nil {
 		return time.Time{}, false, fmt.Errorf("record attempt %d of delivery %s: %w", number, d.id, err)
 	}
@@ -185,6 +192,10 @@ func (w *Worker) recordAs(ctx context.Context, d loaded, p progress, trigger Tri
 	}
 	return *s.next, true, nil
 }
+
+// retryFunc is called in the transaction that records a failed attempt
+// when another attempt is due (at the delivery's next_attempt_at).
+type retryFunc func(ctx context.Context, tx pgx.Tx) error
 
 // settlement is a delivery's state after an attempt.
 type settlement struct {

@@ -66,6 +66,7 @@ func setup(t *testing.T, cfg delivery.Config) (*testBundle, context.Context) {
 	require.NoError(t, err)
 	workers := river.NewWorkers()
 	river.AddWorker(workers, worker)
+	river.AddWorker(workers, worker.BatchWorker())
 	b.client, err = river.NewClient(riverpgxv5.New(b.pool), &river.Config{
 		Schema:            migrations.Schema,
 		Queues:            map[string]river.QueueConfig{delivery.Queue: {MaxWorkers: 10}},

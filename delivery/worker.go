@@ -203,10 +203,10 @@ func (w *Worker) Work(ctx context.Context, job *river.Job[Args]) error {
 	}
 	release, ok := w.inflight.acquire(job.Args.EndpointID)
 	if !ok {
-		return w.holdBack(ctx, job)
+		return w.holdBack(ctx, job.JobRow)
 	}
 	defer release()
-	if err := admitted(ctx, job); err != nil {
+	if err := admitted(ctx, job.JobRow); err != nil {
 		return err
 	}
 
@@ -246,7 +246,7 @@ func (w *Worker) Work(ctx context.Context, job *river.Job[Args]) error {
 	if a.result.succeeded() && w.recordSuccess(ctx, d, trigger, a) {
 		return nil
 	}
-	next, err := w.record(ctx, d, trigger, a)
+	next, err := w.record(ctx, d, trigger, a, nil)
 	if err != nil {
 		return err
 	}

@@ -149,6 +149,9 @@ func New(cfg Config) (*Dispatcher, error) {
 	if err := river.AddWorkerSafely(workers, worker); err != nil {
 		return nil, fmt.Errorf("dispatcher: %w", err)
 	}
+	if err := river.AddWorkerSafely(workers, worker.BatchWorker()); err != nil {
+		return nil, fmt.Errorf("dispatcher: %w", err)
+	}
 	// Replays (package replay) run on the delivery queue, so every
 	// dispatcher works them.
 	if err := river.AddWorkerSafely(workers, replay.NewWorker(cfg.Pool, 0, logger)); err != nil {

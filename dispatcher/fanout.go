@@ -170,17 +170,21 @@ func (d *Dispatcher) fanOut(ctx context.Context) (int, error) {
 		if err != nil {
 			return 0, fmt.Errorf("insert deliveries: %w", err)
 		}
-		var id, endpointID uuid.UUID
-		var status string
+		var (
+			id, endpointID uuid.UUID
+			status         string
+			groups         jobGroups
+		)
 		_, err = pgx.ForEachRow(rows, []any{&id, &endpointID, &status}, func() error {
 			if status == statusPending {
-				jobs = append(jobs, river.InsertManyParams{Args: delivery.Args{DeliveryID: id, EndpointID: endpointID, Trigger: delivery.TriggerScheduled}})
+				groups.add(endpointID, id)
 			}
 			return nil
 		})
 		if err != nil {
 			return 0, fmt.Errorf("insert deliveries: %w", err)
 		}
+		jobs = groups.jobs()
 	}
 	if len(jobs) > 0 {
 		if _, err := d.river.InsertManyFastTx(ctx, tx, jobs); err != nil {
@@ -191,6 +195,52 @@ func (d *Dispatcher) fanOut(ctx context.Context) (int, error) {
 		return 0, fmt.Errorf("commit fan-out: %w", err)
 	}
 	return batch.messages, nil
+}
+
+// jobGroups gathers a fan-out batch's new deliveries by endpoint, in the
+// order the endpoints first appear, so that their first attempts go in
+// delivery.BatchArgs jobs: River then fetches and completes one job per
+// endpoint and batch instead of one per delivery.
+type jobGroups struct {
+	order []uuid.UUID
+	ids   map[uuid.UUID][]uuid.UUID
+}
+
+func (g *jobGroups) add(endpointID, deliveryID uuid.UUID) {
+	if g.ids == nil {
+		g.ids = make(map[uuid.UUID][]uuid.UUID)
+	}
+	if _, ok := g.ids[endpointID]; !ok {
+		g.order = append(g.order, endpointID)
+	}
+	g.ids[endpointID] = append(g.ids[endpointID], deliveryID)
+}
+
+// jobs returns one job per endpoint and delivery.MaxBatch deliveries,
+// taking the endpoints in turn so that one endpoint's many jobs do not queue
+// ahead of the others'; a lone delivery gets a delivery.Args job, which
+// costs no more.
+func (g *jobGroups) jobs() []river.InsertManyParams {
+	var jobs []river.InsertManyParams
+	for start := 0; ; start += delivery.MaxBatch {
+		added := false
+		for _, endpointID := range g.order {
+			all := g.ids[endpointID]
+			if start >= len(all) {
+				continue
+			}
+			ids := all[start:min(start+delivery.MaxBatch, len(all))]
+			var args river.JobArgs = delivery.BatchArgs{EndpointID: endpointID, DeliveryIDs: ids}
+			if len(ids) == 1 {
+				args = delivery.Args{DeliveryID: ids[0], EndpointID: endpointID, Trigger: delivery.TriggerScheduled}
+			}
+			jobs = append(jobs, river.InsertManyParams{Args: args})
+			added = true
+		}
+		if !added {
+			return jobs
+		}
+	}
 }
 
 // claimed is one fan-out batch: the number of messages claimed and the

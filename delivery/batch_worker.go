@@ -1,0 +1,225 @@
+package delivery
+
+import (
+	"context"
+	"fmt"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/google/uuid"
+	"github.com/jackc/pgx/v5"
+	"github.com/riverqueue/river"
+)
+
+// BatchWorker is the River worker of BatchArgs: it makes the first attempt
+// of up to MaxBatch new deliveries to one endpoint, sending several at once
+// within the endpoint's in-flight cap, and records them together.
+//
+// It is a fast path for healthy endpoints, not a second way of retrying:
+// at the first attempt that fails it starts no more, records each failed
+// attempt together with a job of the delivery's own (an Args job scheduled
+// for the retry), and hands every delivery it did not send to an Args job
+// due at once. Those jobs then take them on exactly as if the fan-out had
+// made one job per delivery, so a failing endpoint's deliveries are held
+// back, retried and given up on the usual way. It does the same for an
+// endpoint with a rate limit, which Args jobs keep to, and after sending for
+// half the HTTP timeout, so the job ends within its timeout.
+//
+// A delivery belongs to its batch job while it has never been attempted and
+// has no next_attempt_at: a job run again after its process died sends only
+// those, and handing one off sets next_attempt_at in the transaction that
+// inserts its own job.
+type BatchWorker struct {
+	river.WorkerDefaults[BatchArgs]
+
+	w *Worker
+}
+
+// BatchWorker returns the worker of BatchArgs jobs. It shares w's
+// configuration, connection batching, secrets and in-flight counts.
+func (w *Worker) BatchWorker() *BatchWorker {
+	return &BatchWorker{w: w}
+}
+
+// Timeout implements river.Worker; it returns the Worker's JobTimeout.
+func (b *BatchWorker) Timeout(*river.Job[BatchArgs]) time.Duration {
+	return b.w.JobTimeout()
+}
+
+// Work makes the first attempts of the job's deliveries that are still its
+// own.
+func (b *BatchWorker) Work(ctx context.Context, job *river.Job[BatchArgs]) error {
+	w := b.w
+	if err := job.Args.check(); err != nil {
+		return river.JobCancel(err)
+	}
+	endpoint := job.Args.EndpointID
+	releaseAll, lanes := w.inflight.acquireUpTo(endpoint, len(job.Args.DeliveryIDs))
+	if lanes == 0 {
+		return w.holdBack(ctx, job.JobRow)
+	}
+	release := sync.OnceFunc(releaseAll)
+	defer release()
+	if err := admitted(ctx, job.JobRow); err != nil {
+		return err
+	}
+
+	found, err := w.loads.doAll(ctx, job.Args.DeliveryIDs)
+	if err != nil {
+		return fmt.Errorf("load %d deliveries to endpoint %s: %w", len(job.Args.DeliveryIDs), endpoint, err)
+	}
+	var todo []loaded
+	for _, d := range found {
+		if d != nil && d.status == statusPending && d.attemptCount == 0 && d.nextAttemptAt.IsZero() {
+			todo = append(todo, *d)
+		}
+	}
+	switch {
+	case len(todo) == 0:
+		return nil
+	case !todo[0].endpointEnabled:
+		if _, err := w.db.Exec(ctx, cancelDeliveries, idsOf(todo), w.now()); err != nil {
+			return fmt.Errorf("cancel %d deliveries of disabled endpoint %s: %w", len(todo), endpoint, err)
+		}
+		return nil
+	case todo[0].rateLimit > 0:
+		return w.handOff(ctx, todo)
+	}
+
+	attempts := w.sendUntilFailure(ctx, todo, lanes)
+	release()
+	if err := ctx.Err(); err != nil {
+		// As for one delivery: River runs the job again, and what was
+		// sent is sent again, deduplicated by webhook-id.
+		return fmt.Errorf("deliveries to endpoint %s interrupted: %w", endpoint, err)
+	}
+
+	var (
+		wins   []success
+		failed []int
+		unsent []loaded
+	)
+	for i, a := range attempts {
+		switch {
+		case a == nil:
+			unsent = append(unsent, todo[i])
+		case a.result.succeeded():
+			wins = append(wins, success{d: todo[i], trigger: TriggerScheduled, a: *a})
+		default:
+			failed = append(failed, i)
+		}
+	}
+	recorded, err := w.successes.doAll(ctx, wins)
+	if err != nil {
+		w.logger.WarnContext(ctx, "recording successes together failed; recording alone", "endpoint", endpoint, "error", err)
+		recorded = make([]bool, len(wins))
+	}
+	for i, s := range wins {
+		if recorded[i] {
+			continue
+		}
+		if _, err := w.record(ctx, s.d, s.trigger, s.a, nil); err != nil {
+			return err
+		}
+	}
+	for _, i := range failed {
+		if _, err := w.record(ctx, todo[i], TriggerScheduled, *attempts[i], retryAlone(todo[i])); err != nil {
+			return err
+		}
+	}
+	if len(unsent) > 0 {
+		return w.handOff(ctx, unsent)
+	}
+	return nil
+}
+
+// sendUntilFailure sends todo in order, lanes at a time, and returns each
+// delivery's attempt: nil for one it did not send because an attempt
+// failed, ctx ended or half the HTTP timeout has passed.
+func (w *Worker) sendUntilFailure(ctx context.Context, todo []loaded, lanes int) []*attempt {
+	var (
+		attempts = make([]*attempt, len(todo))
+		next     atomic.Int64
+		stop     atomic.Bool
+		wg       sync.WaitGroup
+		until    = time.Now().Add(w.timeout / 2)
+	)
+	for range min(lanes, len(todo)) {
+		wg.Go(func() {
+			for !stop.Load() && ctx.Err() == nil && time.Now().Before(until) {
+				i := int(next.Add(1)) - 1
+				if i >= len(todo) {
+					return
+				}
+				a := w.send(ctx, todo[i])
+				attempts[i] = &a
+				if !a.result.succeeded() {
+					stop.Store(true)
+				}
+			}
+		})
+	}
+	wg.Wait()
+	return attempts
+}
+
+// retryAlone returns the retryFunc that gives delivery d a job of its own
+// for its retry. The job is available at once and snoozes until the
+// delivery's next_attempt_at, as after any failed attempt: a job scheduled
+// for later would wait for River's scheduler, up to 5 s more, which would
+// blur the jitter of the short first retries.
+func retryAlone(d loaded) retryFunc {
+	return func(ctx context.Context, tx pgx.Tx) error {
+		client, err := river.ClientFromContextSafely[pgx.Tx](ctx)
+		if err != nil {
+			return err
+		}
+		_, err = client.InsertTx(ctx, tx, Args{DeliveryID: d.id, EndpointID: d.endpointID, Trigger: TriggerScheduled}, nil)
+		return err
+	}
+}
+
+// handOff gives each delivery of ds that is still its batch job's a job of
+// its own, due at once.
+func (w *Worker) handOff(ctx context.Context, ds []loaded) error {
+	client, err := river.ClientFromContextSafely[pgx.Tx](ctx)
+	if err != nil {
+		return fmt.Errorf("hand off %d deliveries: %w", len(ds), err)
+	}
+	tx, err := w.db.Begin(ctx)
+	if err != nil {
+		return fmt.Errorf("hand off %d deliveries: %w", len(ds), err)
+	}
+	defer func() { _ = tx.Rollback(context.WithoutCancel(ctx)) }()
+	rows, err := tx.Query(ctx, handOff, idsOf(ds), w.now())
+	if err != nil {
+		return fmt.Errorf("hand off %d deliveries: %w", len(ds), err)
+	}
+	ids, err := pgx.CollectRows(rows, pgx.RowTo[uuid.UUID])
+	if err != nil {
+		return fmt.Errorf("hand off %d deliveries: %w", len(ds), err)
+	}
+	if len(ids) == 0 {
+		return nil
+	}
+	jobs := make([]river.InsertManyParams, len(ids))
+	for i, id := range ids {
+		jobs[i] = river.InsertManyParams{Args: Args{DeliveryID: id, EndpointID: ds[0].endpointID, Trigger: TriggerScheduled}}
+	}
+	if _, err := client.InsertManyFastTx(ctx, tx, jobs); err != nil {
+		return fmt.Errorf("hand off %d deliveries: %w", len(ids), err)
+	}
+	if err := tx.Commit(ctx); err != nil {
+		return fmt.Errorf("hand off %d deliveries: %w", len(ids), err)
+	}
+	return nil
+}
+
+func idsOf(ds []loaded) []uuid.UUID {
+	ids := make([]uuid.UUID, len(ds))
+	for i, d := range ds {
+		ids[i] = d.id
+	}
+	return ids
+}
