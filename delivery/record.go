@@ -65,7 +65,15 @@ func (w *Worker) load(ctx context.Context, id uuid.UUID) (loaded, error) {
 // loadMany reads the deliveries ids, in order; nil for one that does not
 // exist.
 func (w *Worker) loadMany(ctx context.Context, ids []uuid.UUID) ([]*loaded, error) {
-	rows, err := w.db.Query(ctx, loadDeliveries, ids, w.now())
+	tx, err := w.db.Begin(ctx)
+	if err != nil {
+		return nil, err
+	}
+	defer func() { _ = tx.Rollback(context.WithoutCancel(ctx)) }()
+	if _, err := tx.Exec(ctx, lookUpByIndex); err != nil {
+		return nil, err
+	}
+	rows, err := tx.Query(ctx, loadDeliveries, ids, w.now())
 	if err != nil {
 		return nil, err
 	}
