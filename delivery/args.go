@@ -51,9 +51,7 @@ func (t Trigger) valid() bool {
 type Args struct {
 	// DeliveryID is the herald.deliveries row to send. Required.
 	DeliveryID uuid.UUID `json:"delivery_id"`
-	// EndpointID is the delivery's endpoint. It is repeated here so a job
-	// can be held back by its endpoint's in-flight cap before it reads
-	// anything from the database. Required.
+	// EndpointID is the delivery's endpoint. Required.
 	EndpointID uuid.UUID `json:"endpoint_id"`
 	// Trigger is recorded on every attempt the job makes. Empty means
 	// TriggerScheduled.

@@ -55,16 +55,6 @@ func (b *BatchWorker) Work(ctx context.Context, job *river.Job[BatchArgs]) error
 		return river.JobCancel(err)
 	}
 	endpoint := job.Args.EndpointID
-	releaseAll, lanes := w.inflight.acquireUpTo(endpoint, len(job.Args.DeliveryIDs))
-	if lanes == 0 {
-		return w.holdBack(ctx, job.JobRow)
-	}
-	release := sync.OnceFunc(releaseAll)
-	defer release()
-	if err := admitted(ctx, job.JobRow); err != nil {
-		return err
-	}
-
 	found, err := w.loads.doAll(ctx, job.Args.DeliveryIDs)
 	if err != nil {
 		return fmt.Errorf("load %d deliveries to endpoint %s: %w", len(job.Args.DeliveryIDs), endpoint, err)
@@ -87,6 +77,16 @@ func (b *BatchWorker) Work(ctx context.Context, job *river.Job[BatchArgs]) error
 		return w.handOff(ctx, todo)
 	}
 
+	// As for one delivery, the slots are held for the requests alone.
+	releaseAll, lanes := w.inflight.acquireUpTo(endpoint, len(todo))
+	if lanes == 0 {
+		return w.holdBack(ctx, job.JobRow)
+	}
+	release := sync.OnceFunc(releaseAll)
+	defer release()
+	if err := admitted(ctx, job.JobRow); err != nil {
+		return err
+	}
 	attempts := w.sendUntilFailure(ctx, todo, lanes)
 	release()
 	if err := ctx.Err(); err != nil {

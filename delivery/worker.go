@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"log/slog"
 	"net/http"
+	"sync"
 	"time"
 
 	"github.com/google/uuid"
@@ -201,15 +202,6 @@ func (w *Worker) Work(ctx context.Context, job *river.Job[Args]) error {
 	if err != nil {
 		return river.JobCancel(err)
 	}
-	release, ok := w.inflight.acquire(job.Args.EndpointID)
-	if !ok {
-		return w.holdBack(ctx, job.JobRow)
-	}
-	defer release()
-	if err := admitted(ctx, job.JobRow); err != nil {
-		return err
-	}
-
 	d, err := w.load(ctx, job.Args.DeliveryID)
 	if errors.Is(err, pgx.ErrNoRows) {
 		return nil // deleted together with its endpoint or tenant
@@ -232,11 +224,27 @@ func (w *Worker) Work(ctx context.Context, job *river.Job[Args]) error {
 	if trigger == TriggerScheduled && d.nextAttemptAt.After(now) {
 		return river.JobSnooze(d.nextAttemptAt.Sub(now))
 	}
+
+	// The endpoint's slot is held for the request alone: taken once the
+	// delivery is loaded and released once the answer is in. Held across
+	// the load and the recording, which wait for batches and for the
+	// database, it kept slots busy long enough under load that healthy
+	// endpoints' jobs were held back and snoozed for seconds.
+	acquired, ok := w.inflight.acquire(d.endpointID)
+	if !ok {
+		return w.holdBack(ctx, job.JobRow)
+	}
+	release := sync.OnceFunc(acquired)
+	defer release()
+	if err := admitted(ctx, job.JobRow); err != nil {
+		return err
+	}
 	if err := w.rateLimiter.Admit(ctx, job.JobRow, d.endpointID, d.rateLimit); err != nil {
 		return err
 	}
 
 	a := w.send(ctx, d)
+	release()
 	if err := ctx.Err(); err != nil {
 		// The process is stopping: River runs the job again, here or in
 		// another dispatcher, and the receiver dedupes on webhook-id.
