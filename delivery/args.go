@@ -51,7 +51,9 @@ func (t Trigger) valid() bool {
 type Args struct {
 	// DeliveryID is the herald.deliveries row to send. Required.
 	DeliveryID uuid.UUID `json:"delivery_id"`
-	// EndpointID is the delivery's endpoint. Required.
+	// EndpointID is the delivery's endpoint. It is repeated here so that a
+	// job whose endpoint is at its in-flight cap is held back before it
+	// reads anything from the database. Required.
 	EndpointID uuid.UUID `json:"endpoint_id"`
 	// Trigger is recorded on every attempt the job makes. Empty means
 	// TriggerScheduled.

@@ -55,6 +55,9 @@ func (b *BatchWorker) Work(ctx context.Context, job *river.Job[BatchArgs]) error
 		return river.JobCancel(err)
 	}
 	endpoint := job.Args.EndpointID
+	if w.inflight.full(endpoint) {
+		return w.holdBack(ctx, job.JobRow)
+	}
 	found, err := w.loads.doAll(ctx, job.Args.DeliveryIDs)
 	if err != nil {
 		return fmt.Errorf("load %d deliveries to endpoint %s: %w", len(job.Args.DeliveryIDs), endpoint, err)

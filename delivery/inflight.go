@@ -49,6 +49,14 @@ func (f *inflight) acquire(endpoint uuid.UUID) (release func(), ok bool) {
 	return func() { f.release(endpoint) }, true
 }
 
+// full reports whether endpoint has cap attempts running: a job that
+// would be held back anyway need not read its delivery first.
+func (f *inflight) full(endpoint uuid.UUID) bool {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	return f.running[endpoint] >= f.cap
+}
+
 // acquireUpTo takes as many slots for endpoint as are free, at most n, and
 // returns how many it took and the function that releases them all.
 func (f *inflight) acquireUpTo(endpoint uuid.UUID, n int) (release func(), got int) {

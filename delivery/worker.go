@@ -202,6 +202,11 @@ func (w *Worker) Work(ctx context.Context, job *river.Job[Args]) error {
 	if err != nil {
 		return river.JobCancel(err)
 	}
+	// A hanging endpoint keeps its slots taken; its backlog is held back
+	// without reading anything.
+	if w.inflight.full(job.Args.EndpointID) {
+		return w.holdBack(ctx, job.JobRow)
+	}
 	d, err := w.load(ctx, job.Args.DeliveryID)
 	if errors.Is(err, pgx.ErrNoRows) {
 		return nil // deleted together with its endpoint or tenant
