@@ -18,10 +18,13 @@ func TestInflightCapsEachEndpoint(t *testing.T) {
 	require.True(t, ok)
 	_, ok = f.acquire(slow)
 	require.False(t, ok, "a third attempt to one endpoint is over the cap")
+	require.True(t, f.full(slow))
+	require.False(t, f.full(other))
 	_, ok = f.acquire(other)
 	require.True(t, ok, "another endpoint has its own cap")
 
 	releaseFirst()
+	require.False(t, f.full(slow), "a released slot makes room")
 	_, ok = f.acquire(slow)
 	require.True(t, ok, "a released slot can be taken again")
 }
