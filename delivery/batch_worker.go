@@ -55,7 +55,7 @@ func (b *BatchWorker) Work(ctx context.Context, job *river.Job[BatchArgs]) error
 		return river.JobCancel(err)
 	}
 	endpoint := job.Args.EndpointID
-	if w.inflight.full(endpoint) {
+	if !w.roomFor(ctx, job.JobRow, endpoint) {
 		return w.holdBack(ctx, job.JobRow)
 	}
 	found, err := w.loads.doAll(ctx, job.Args.DeliveryIDs)

@@ -19,6 +19,14 @@ import (
 // endpoint soon checks back only every MaxBusySnooze.
 const firstBusySnooze = 50 * time.Millisecond
 
+// busyPatience is how long a job that has not been held back before waits
+// in the process for its endpoint to have room before it is held back. A
+// healthy endpoint reaches its cap only while the machine stalls, and a
+// slot frees within milliseconds; a snooze would add at least a River
+// round trip and, doubling, hundreds of milliseconds. A hanging endpoint's
+// backlog waits once and snoozes from then on.
+const busyPatience = 50 * time.Millisecond
+
 // busyMetadataKey counts, in a job's River metadata, how many times in a
 // row the in-flight cap held it back.
 const busyMetadataKey = "herald_busy"
@@ -31,10 +39,13 @@ type inflight struct {
 
 	mu      sync.Mutex
 	running map[uuid.UUID]int
+	// freed holds, for an endpoint someone waits on, a channel closed
+	// when one of its slots is released.
+	freed map[uuid.UUID]chan struct{}
 }
 
 func newInflight(cap int) *inflight {
-	return &inflight{cap: cap, running: make(map[uuid.UUID]int)}
+	return &inflight{cap: cap, running: make(map[uuid.UUID]int), freed: make(map[uuid.UUID]chan struct{})}
 }
 
 // acquire takes a slot for endpoint and returns its release function, or
@@ -49,12 +60,41 @@ func (f *inflight) acquire(endpoint uuid.UUID) (release func(), ok bool) {
 	return func() { f.release(endpoint) }, true
 }
 
-// full reports whether endpoint has cap attempts running: a job that
-// would be held back anyway need not read its delivery first.
-func (f *inflight) full(endpoint uuid.UUID) bool {
-	f.mu.Lock()
-	defer f.mu.Unlock()
-	return f.running[endpoint] >= f.cap
+// waitForRoom reports whether endpoint has fewer than cap attempts
+// running, waiting up to patience for one to end. It reserves nothing: a job
+// uses it to be held back before it reads its delivery, and takes its slot
+// after.
+func (f *inflight) waitForRoom(ctx context.Context, endpoint uuid.UUID, patience time.Duration) bool {
+	var deadline <-chan time.Time
+	for {
+		f.mu.Lock()
+		if f.running[endpoint] < f.cap {
+			f.mu.Unlock()
+			return true
+		}
+		if patience <= 0 {
+			f.mu.Unlock()
+			return false
+		}
+		freed := f.freed[endpoint]
+		if freed == nil {
+			freed = make(chan struct{})
+			f.freed[endpoint] = freed
+		}
+		f.mu.Unlock()
+		if deadline == nil {
+			t := time.NewTimer(patience)
+			defer t.Stop()
+			deadline = t.C
+		}
+		select {
+		case <-freed:
+		case <-deadline:
+			return false
+		case <-ctx.Done():
+			return false
+		}
+	}
 }
 
 // acquireUpTo takes as many slots for endpoint as are free, at most n, and
@@ -77,6 +117,10 @@ func (f *inflight) acquireUpTo(endpoint uuid.UUID, n int) (release func(), got i
 func (f *inflight) release(endpoint uuid.UUID) {
 	f.mu.Lock()
 	defer f.mu.Unlock()
+	if freed := f.freed[endpoint]; freed != nil {
+		close(freed)
+		delete(f.freed, endpoint)
+	}
 	if f.running[endpoint] <= 1 {
 		delete(f.running, endpoint)
 		return
@@ -97,6 +141,16 @@ func (w *Worker) holdBack(ctx context.Context, job *rivertype.JobRow) error {
 		d = min(d, firstBusySnooze<<n)
 	}
 	return river.JobSnooze(d/2 + rand.N(d))
+}
+
+// roomFor reports whether job's endpoint has room for it, waiting up to
+// busyPatience when the job has not been held back before.
+func (w *Worker) roomFor(ctx context.Context, job *rivertype.JobRow, endpoint uuid.UUID) bool {
+	patience := busyPatience
+	if busyCount(job.Metadata) > 0 {
+		patience = 0
+	}
+	return w.inflight.waitForRoom(ctx, endpoint, patience)
 }
 
 // admitted clears the count of holdBack once the job got a slot.

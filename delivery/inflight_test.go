@@ -1,7 +1,9 @@
 package delivery
 
 import (
+	"context"
 	"testing"
+	"time"
 
 	"github.com/google/uuid"
 	"github.com/stretchr/testify/require"
@@ -18,13 +20,13 @@ func TestInflightCapsEachEndpoint(t *testing.T) {
 	require.True(t, ok)
 	_, ok = f.acquire(slow)
 	require.False(t, ok, "a third attempt to one endpoint is over the cap")
-	require.True(t, f.full(slow))
-	require.False(t, f.full(other))
+	require.False(t, f.waitForRoom(t.Context(), slow, 0))
+	require.True(t, f.waitForRoom(t.Context(), other, 0))
 	_, ok = f.acquire(other)
 	require.True(t, ok, "another endpoint has its own cap")
 
 	releaseFirst()
-	require.False(t, f.full(slow), "a released slot makes room")
+	require.True(t, f.waitForRoom(t.Context(), slow, 0), "a released slot makes room")
 	_, ok = f.acquire(slow)
 	require.True(t, ok, "a released slot can be taken again")
 }
@@ -37,4 +39,32 @@ func TestInflightForgetsIdleEndpoints(t *testing.T) {
 	require.True(t, ok)
 	release()
 	require.Empty(t, f.running, "an endpoint with nothing running must not stay in the map")
+}
+
+// A job that finds its endpoint full waits for a slot to be released rather
+// than being held back at once, and gives up after its patience.
+func TestInflightWaitsForRoom(t *testing.T) {
+	t.Parallel()
+
+	f := newInflight(1)
+	endpoint := uuid.New()
+	release, ok := f.acquire(endpoint)
+	require.True(t, ok)
+
+	require.False(t, f.waitForRoom(t.Context(), endpoint, time.Millisecond), "nothing was released within the patience")
+
+	released := make(chan struct{})
+	go func() {
+		defer close(released)
+		release()
+	}()
+	require.True(t, f.waitForRoom(t.Context(), endpoint, time.Hour), "the release wakes the waiter")
+	<-released
+	require.Empty(t, f.freed, "no channel is left behind for an endpoint nobody waits on")
+
+	cancelled, cancel := context.WithCancel(t.Context())
+	cancel()
+	_, ok = f.acquire(endpoint)
+	require.True(t, ok)
+	require.False(t, f.waitForRoom(cancelled, endpoint, time.Hour), "an ended job stops waiting")
 }

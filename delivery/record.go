@@ -65,39 +65,36 @@ func (w *Worker) load(ctx context.Context, id uuid.UUID) (loaded, error) {
 // loadMany reads the deliveries ids, in order; nil for one that does not
 // exist.
 func (w *Worker) loadMany(ctx context.Context, ids []uuid.UUID) ([]*loaded, error) {
-	tx, err := w.db.Begin(ctx)
-	if err != nil {
-		return nil, err
-	}
-	defer func() { _ = tx.Rollback(context.WithoutCancel(ctx)) }()
-	if _, err := tx.Exec(ctx, lookUpByIndex); err != nil {
-		return nil, err
-	}
-	rows, err := tx.Query(ctx, loadDeliveries, ids, w.now())
-	if err != nil {
-		return nil, err
-	}
-	byID := make(map[uuid.UUID]*loaded, len(ids))
+	// One round trip: the statements of a batch run in one implicit
+	// transaction, to which SET LOCAL applies.
 	var (
-		d            loaded
-		next, expire *time.Time
-		body         string
+		batch pgx.Batch
+		byID  = make(map[uuid.UUID]*loaded, len(ids))
 	)
-	_, err = pgx.ForEachRow(rows, []any{&d.id, &d.status, &d.attemptCount, &d.firstAttempt, &next,
-		&d.messageID, &body, &d.endpointID, &d.url, &d.endpointEnabled, &d.rateLimit, &d.secrets, &expire}, func() error {
-		one := d
-		one.nextAttemptAt, one.secretsExpire = time.Time{}, time.Time{}
-		if next != nil {
-			one.nextAttemptAt = *next
-		}
-		if expire != nil {
-			one.secretsExpire = *expire
-		}
-		one.body = []byte(body)
-		byID[one.id] = &one
-		return nil
+	batch.Queue(lookUpByIndex)
+	batch.Queue(loadDeliveries, ids, w.now()).Query(func(rows pgx.Rows) error {
+		var (
+			d            loaded
+			next, expire *time.Time
+			body         string
+		)
+		_, err := pgx.ForEachRow(rows, []any{&d.id, &d.status, &d.attemptCount, &d.firstAttempt, &next,
+			&d.messageID, &body, &d.endpointID, &d.url, &d.endpointEnabled, &d.rateLimit, &d.secrets, &expire}, func() error {
+			one := d
+			one.nextAttemptAt, one.secretsExpire = time.Time{}, time.Time{}
+			if next != nil {
+				one.nextAttemptAt = *next
+			}
+			if expire != nil {
+				one.secretsExpire = *expire
+			}
+			one.body = []byte(body)
+			byID[one.id] = &one
+			return nil
+		})
+		return err
 	})
-	if err != nil {
+	if err := w.db.SendBatch(ctx, &batch).Close(); err != nil {
 		return nil, err
 	}
 	out := make([]*loaded, len(ids))

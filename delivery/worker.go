@@ -41,6 +41,7 @@ type DB interface {
 	Exec(ctx context.Context, sql string, args ...any) (pgconn.CommandTag, error)
 	Query(ctx context.Context, sql string, args ...any) (pgx.Rows, error)
 	QueryRow(ctx context.Context, sql string, args ...any) pgx.Row
+	SendBatch(ctx context.Context, b *pgx.Batch) pgx.BatchResults
 }
 
 // SecretSource returns the secrets an endpoint's messages are signed with at
@@ -204,7 +205,7 @@ func (w *Worker) Work(ctx context.Context, job *river.Job[Args]) error {
 	}
 	// A hanging endpoint keeps its slots taken; its backlog is held back
 	// without reading anything.
-	if w.inflight.full(job.Args.EndpointID) {
+	if !w.roomFor(ctx, job.JobRow, job.Args.EndpointID) {
 		return w.holdBack(ctx, job.JobRow)
 	}
 	d, err := w.load(ctx, job.Args.DeliveryID)
