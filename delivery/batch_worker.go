@@ -56,7 +56,7 @@ func (b *BatchWorker) Work(ctx context.Context, job *river.Job[BatchArgs]) error
 	}
 	endpoint := job.Args.EndpointID
 	if !w.roomFor(ctx, job.JobRow, endpoint) {
-		return w.holdBack(ctx, job.JobRow)
+		return w.holdBack(ctx, job.JobRow, endpoint)
 	}
 	found, err := w.loads.doAll(ctx, job.Args.DeliveryIDs)
 	if err != nil {
@@ -83,7 +83,7 @@ func (b *BatchWorker) Work(ctx context.Context, job *river.Job[BatchArgs]) error
 	// As for one delivery, the slots are held for the requests alone.
 	releaseAll, lanes := w.inflight.acquireUpTo(endpoint, len(todo))
 	if lanes == 0 {
-		return w.holdBack(ctx, job.JobRow)
+		return w.holdBack(ctx, job.JobRow, endpoint)
 	}
 	release := sync.OnceFunc(releaseAll)
 	defer release()

@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"math/rand/v2"
+	"slices"
 	"sync"
 	"time"
 
@@ -14,9 +15,11 @@ import (
 
 // firstBusySnooze is the mean delay after which a job held back by its
 // endpoint's in-flight cap tries again the first time; each further time in
-// a row doubles it, up to Config.MaxBusySnooze. Contention at a healthy
-// endpoint clears within a few short snoozes, while the backlog of a hanging
-// endpoint soon checks back only every MaxBusySnooze.
+// a row doubles it, up to Config.MaxBusySnooze. The delay is never shorter
+// than the endpoint's oldest running request has been running: contention
+// at a healthy endpoint clears within a few short snoozes, while the backlog
+// of a slow or hanging endpoint checks back about as often as a slot can
+// free, and soon only every MaxBusySnooze.
 const firstBusySnooze = 50 * time.Millisecond
 
 // busyPatience is how long a job that has not been held back before waits
@@ -37,27 +40,23 @@ const busyMetadataKey = "herald_busy"
 type inflight struct {
 	cap int
 
-	mu      sync.Mutex
-	running map[uuid.UUID]int
+	mu sync.Mutex
+	// running holds, per endpoint with attempts running, when each began.
+	running map[uuid.UUID][]time.Time
 	// freed holds, for an endpoint someone waits on, a channel closed
 	// when one of its slots is released.
 	freed map[uuid.UUID]chan struct{}
 }
 
 func newInflight(cap int) *inflight {
-	return &inflight{cap: cap, running: make(map[uuid.UUID]int), freed: make(map[uuid.UUID]chan struct{})}
+	return &inflight{cap: cap, running: make(map[uuid.UUID][]time.Time), freed: make(map[uuid.UUID]chan struct{})}
 }
 
 // acquire takes a slot for endpoint and returns its release function, or
 // false when the endpoint already has cap attempts running.
 func (f *inflight) acquire(endpoint uuid.UUID) (release func(), ok bool) {
-	f.mu.Lock()
-	defer f.mu.Unlock()
-	if f.running[endpoint] >= f.cap {
-		return nil, false
-	}
-	f.running[endpoint]++
-	return func() { f.release(endpoint) }, true
+	release, got := f.acquireUpTo(endpoint, 1)
+	return release, got == 1
 }
 
 // waitForRoom reports whether endpoint has fewer than cap attempts
@@ -68,7 +67,7 @@ func (f *inflight) waitForRoom(ctx context.Context, endpoint uuid.UUID, patience
 	var deadline <-chan time.Time
 	for {
 		f.mu.Lock()
-		if f.running[endpoint] < f.cap {
+		if len(f.running[endpoint]) < f.cap {
 			f.mu.Unlock()
 			return true
 		}
@@ -102,44 +101,66 @@ func (f *inflight) waitForRoom(ctx context.Context, endpoint uuid.UUID, patience
 func (f *inflight) acquireUpTo(endpoint uuid.UUID, n int) (release func(), got int) {
 	f.mu.Lock()
 	defer f.mu.Unlock()
-	got = min(n, f.cap-f.running[endpoint])
+	got = min(n, f.cap-len(f.running[endpoint]))
 	if got <= 0 {
 		return func() {}, 0
 	}
-	f.running[endpoint] += got
-	return func() {
-		for range got {
-			f.release(endpoint)
-		}
-	}, got
+	began := time.Now()
+	for range got {
+		f.running[endpoint] = append(f.running[endpoint], began)
+	}
+	return func() { f.release(endpoint, began, got) }, got
 }
 
-func (f *inflight) release(endpoint uuid.UUID) {
+// release gives back n slots of endpoint taken at began, and wakes the
+// jobs waiting for room.
+func (f *inflight) release(endpoint uuid.UUID, began time.Time, n int) {
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	if freed := f.freed[endpoint]; freed != nil {
 		close(freed)
 		delete(f.freed, endpoint)
 	}
-	if f.running[endpoint] <= 1 {
+	running := f.running[endpoint]
+	for i := len(running) - 1; i >= 0 && n > 0; i-- {
+		if running[i].Equal(began) {
+			running = slices.Delete(running, i, i+1)
+			n--
+		}
+	}
+	if len(running) == 0 {
 		delete(f.running, endpoint)
 		return
 	}
-	f.running[endpoint]--
+	f.running[endpoint] = running
+}
+
+// longestRunning returns how long endpoint's oldest running attempt has been
+// running; zero when none is.
+func (f *inflight) longestRunning(endpoint uuid.UUID) time.Duration {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	var longest time.Duration
+	for _, began := range f.running[endpoint] {
+		longest = max(longest, time.Since(began))
+	}
+	return longest
 }
 
 // holdBack returns the error that snoozes a job whose endpoint is at its
 // cap: a random delay in [d/2, 3d/2), where d doubles with each time in a
-// row the job was held back.
-func (w *Worker) holdBack(ctx context.Context, job *rivertype.JobRow) error {
+// row the job was held back, is at least as long as the endpoint's oldest
+// running attempt has run, and at most MaxBusySnooze.
+func (w *Worker) holdBack(ctx context.Context, job *rivertype.JobRow, endpoint uuid.UUID) error {
 	n := busyCount(job.Metadata)
 	if err := river.MetadataSet(ctx, busyMetadataKey, n+1); err != nil {
 		return err
 	}
 	d := w.maxBusySnooze
 	if n < 20 {
-		d = min(d, firstBusySnooze<<n)
+		d = firstBusySnooze << n
 	}
+	d = min(max(d, w.inflight.longestRunning(endpoint)), w.maxBusySnooze)
 	return river.JobSnooze(d/2 + rand.N(d))
 }
 

@@ -68,3 +68,27 @@ func TestInflightWaitsForRoom(t *testing.T) {
 	require.True(t, ok)
 	require.False(t, f.waitForRoom(cancelled, endpoint, time.Hour), "an ended job stops waiting")
 }
+
+// How long an endpoint's oldest attempt has been running sets the least
+// snooze of a job held back by it: a hanging endpoint's backlog checks back
+// about as often as a slot can free.
+func TestInflightLongestRunning(t *testing.T) {
+	t.Parallel()
+
+	f := newInflight(3)
+	endpoint := uuid.New()
+	require.Zero(t, f.longestRunning(endpoint), "nothing runs")
+
+	releaseOld, got := f.acquireUpTo(endpoint, 2)
+	require.Equal(t, 2, got)
+	time.Sleep(5 * time.Millisecond)
+	releaseNew, ok := f.acquire(endpoint)
+	require.True(t, ok)
+	require.GreaterOrEqual(t, f.longestRunning(endpoint), 5*time.Millisecond, "the oldest attempt counts")
+
+	releaseOld()
+	require.Len(t, f.running[endpoint], 1, "both slots taken together are given back together")
+	releaseNew()
+	require.Zero(t, f.longestRunning(endpoint))
+	require.Empty(t, f.running)
+}

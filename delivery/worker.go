@@ -206,7 +206,7 @@ func (w *Worker) Work(ctx context.Context, job *river.Job[Args]) error {
 	// A hanging endpoint keeps its slots taken; its backlog is held back
 	// without reading anything.
 	if !w.roomFor(ctx, job.JobRow, job.Args.EndpointID) {
-		return w.holdBack(ctx, job.JobRow)
+		return w.holdBack(ctx, job.JobRow, job.Args.EndpointID)
 	}
 	d, err := w.load(ctx, job.Args.DeliveryID)
 	if errors.Is(err, pgx.ErrNoRows) {
@@ -238,7 +238,7 @@ func (w *Worker) Work(ctx context.Context, job *river.Job[Args]) error {
 	// endpoints' jobs were held back and snoozed for seconds.
 	acquired, ok := w.inflight.acquire(d.endpointID)
 	if !ok {
-		return w.holdBack(ctx, job.JobRow)
+		return w.holdBack(ctx, job.JobRow, d.endpointID)
 	}
 	release := sync.OnceFunc(acquired)
 	defer release()
