@@ -71,10 +71,12 @@ type Config struct {
 	// to 10. Zero means the default.
 	MaxInflightPerEndpoint int
 	// MaxBusySnooze bounds the delay after which a job held back by the
-	// cap tries again. The first time the delay is about 50 ms, and it
-	// doubles each time in a row the job is held back, so a hanging
-	// endpoint's backlog costs little while it waits. Each delay is drawn
-	// from [d/2, 3d/2). Defaults to 5 s. Zero means the default.
+	// cap tries again. A job not held back before first waits up to 50 ms
+	// in the process for a slot. After that the delay is about 50 ms, and
+	// it doubles each time in a row the job is held back, but is never
+	// shorter than the endpoint's oldest running request has run, so a
+	// hanging endpoint's backlog costs little while it waits. Each delay is
+	// drawn from [d/2, 3d/2). Defaults to 5 s. Zero means the default.
 	MaxBusySnooze time.Duration
 	// Transport sends the requests. Defaults to a clone of
 	// http.DefaultTransport keeping up to MaxInflightPerEndpoint idle
