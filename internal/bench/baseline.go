@@ -95,7 +95,7 @@ func (r *runner) baseline(ctx context.Context, s Scenario) (res Result, err erro
 		Queues:            map[string]river.QueueConfig{baselineQueue: {MaxWorkers: cmp.Or(cfg.Workers, dispatcher.DefaultWorkers)}},
 		Workers:           workers,
 		FetchCooldown:     cooldown,
-		FetchPollInterval: max(cmp.Or(cfg.FetchPollInterval, dispatcher.DefaultPollInterval), cooldown),
+		FetchPollInterval: max(cmp.Or(cfg.FetchPollInterval, dispatcher.JobPollInterval), cooldown),
 		Logger:            slog.New(slog.DiscardHandler),
 	})
 	if err != nil {
