@@ -94,8 +94,9 @@ type Config struct {
 	BatchSize int
 	// PollInterval is how often the fan-out looks for messages when no
 	// publish notified it (notifications are lost while the listening
-	// connection is down), and how often River looks for jobs that became
-	// due (a retry's). Defaults to 1 s. Zero means the default.
+	// connection is down). River looks for jobs that became due (a
+	// retry's) every JobPollInterval, or every PollInterval when that is
+	// shorter. Defaults to 1 s. Zero means the default.
 	PollInterval time.Duration
 	// RescueStuckJobsAfter is how long a delivery job may run before River
 	// runs it again, assuming its process died. It must exceed the job

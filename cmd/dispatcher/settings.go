@@ -45,7 +45,7 @@ func (s *settings) register(fs *flag.FlagSet) {
 	fs.IntVar(&s.batchSize, "batch-size", e.int("HERALD_BATCH_SIZE", dispatcher.DefaultBatchSize),
 		"messages one fan-out transaction claims (env HERALD_BATCH_SIZE)")
 	fs.DurationVar(&s.pollInterval, "poll-interval", e.duration("HERALD_POLL_INTERVAL", dispatcher.DefaultPollInterval),
-		"how often to look for messages and due retries when no notification arrived (env HERALD_POLL_INTERVAL)")
+		"how often to look for new messages when no notification arrived; due delivery jobs are looked for every 100 ms, or this often if shorter (env HERALD_POLL_INTERVAL)")
 	fs.DurationVar(&s.timeout, "timeout", e.duration("HERALD_DELIVERY_TIMEOUT", delivery.DefaultTimeout),
 		"time limit of one delivery attempt, from connecting to reading the response (env HERALD_DELIVERY_TIMEOUT)")
 	fs.IntVar(&s.maxInflight, "max-inflight-per-endpoint", e.int("HERALD_MAX_INFLIGHT_PER_ENDPOINT", delivery.DefaultMaxInflightPerEndpoint),
