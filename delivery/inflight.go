@@ -43,13 +43,15 @@ type inflight struct {
 	mu sync.Mutex
 	// running holds, per endpoint with attempts running, when each began.
 	running map[uuid.UUID][]time.Time
-	// freed holds, for an endpoint someone waits on, a channel closed
-	// when one of its slots is released.
-	freed map[uuid.UUID]chan struct{}
+	// waiting holds, per endpoint, the jobs waiting for room in the order
+	// they came: a released slot wakes one of them, not all, so that a
+	// slot is not raced for by jobs that would each read their deliveries
+	// and all but one be held back.
+	waiting map[uuid.UUID][]chan struct{}
 }
 
 func newInflight(cap int) *inflight {
-	return &inflight{cap: cap, running: make(map[uuid.UUID][]time.Time), freed: make(map[uuid.UUID]chan struct{})}
+	return &inflight{cap: cap, running: make(map[uuid.UUID][]time.Time), waiting: make(map[uuid.UUID][]chan struct{})}
 }
 
 // acquire takes a slot for endpoint and returns its release function, or
@@ -60,40 +62,60 @@ func (f *inflight) acquire(endpoint uuid.UUID) (release func(), ok bool) {
 }
 
 // waitForRoom reports whether endpoint has fewer than cap attempts
-// running, waiting up to patience for one to end. It reserves nothing: a job
-// uses it to be held back before it reads its delivery, and takes its slot
-// after.
+// running, waiting up to patience for a slot to be released to it. It
+// reserves nothing: a job uses it to be held back before it reads its
+// delivery, and takes its slot after.
 func (f *inflight) waitForRoom(ctx context.Context, endpoint uuid.UUID, patience time.Duration) bool {
-	var deadline <-chan time.Time
-	for {
-		f.mu.Lock()
-		if len(f.running[endpoint]) < f.cap {
-			f.mu.Unlock()
-			return true
-		}
-		if patience <= 0 {
-			f.mu.Unlock()
-			return false
-		}
-		freed := f.freed[endpoint]
-		if freed == nil {
-			freed = make(chan struct{})
-			f.freed[endpoint] = freed
-		}
+	f.mu.Lock()
+	if len(f.running[endpoint]) < f.cap {
 		f.mu.Unlock()
-		if deadline == nil {
-			t := time.NewTimer(patience)
-			defer t.Stop()
-			deadline = t.C
-		}
-		select {
-		case <-freed:
-		case <-deadline:
-			return false
-		case <-ctx.Done():
-			return false
-		}
+		return true
 	}
+	if patience <= 0 {
+		f.mu.Unlock()
+		return false
+	}
+	woken := make(chan struct{})
+	f.waiting[endpoint] = append(f.waiting[endpoint], woken)
+	f.mu.Unlock()
+
+	t := time.NewTimer(patience)
+	defer t.Stop()
+	select {
+	case <-woken:
+		return true
+	case <-t.C:
+	case <-ctx.Done():
+	}
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	queue := f.waiting[endpoint]
+	if i := slices.Index(queue, woken); i >= 0 {
+		f.setWaiting(endpoint, slices.Delete(queue, i, i+1))
+		return false
+	}
+	// Woken as it gave up: the slot goes to the next in line.
+	f.wake(endpoint, 1)
+	return false
+}
+
+// wake wakes up to n of the jobs waiting for room at endpoint, first come
+// first. f.mu must be held.
+func (f *inflight) wake(endpoint uuid.UUID, n int) {
+	queue := f.waiting[endpoint]
+	n = min(n, len(queue))
+	for _, woken := range queue[:n] {
+		close(woken)
+	}
+	f.setWaiting(endpoint, queue[n:])
+}
+
+func (f *inflight) setWaiting(endpoint uuid.UUID, queue []chan struct{}) {
+	if len(queue) == 0 {
+		delete(f.waiting, endpoint)
+		return
+	}
+	f.waiting[endpoint] = queue
 }
 
 // acquireUpTo takes as many slots for endpoint as are free, at most n, and
@@ -112,15 +134,12 @@ func (f *inflight) acquireUpTo(endpoint uuid.UUID, n int) (release func(), got i
 	return func() { f.release(endpoint, began, got) }, got
 }
 
-// release gives back n slots of endpoint taken at began, and wakes the
-// jobs waiting for room.
+// release gives back n slots of endpoint taken at began, and wakes as
+// many of the jobs waiting for room.
 func (f *inflight) release(endpoint uuid.UUID, began time.Time, n int) {
 	f.mu.Lock()
 	defer f.mu.Unlock()
-	if freed := f.freed[endpoint]; freed != nil {
-		close(freed)
-		delete(f.freed, endpoint)
-	}
+	f.wake(endpoint, n)
 	running := f.running[endpoint]
 	for i := len(running) - 1; i >= 0 && n > 0; i-- {
 		if running[i].Equal(began) {

@@ -60,7 +60,7 @@ func TestInflightWaitsForRoom(t *testing.T) {
 	}()
 	require.True(t, f.waitForRoom(t.Context(), endpoint, time.Hour), "the release wakes the waiter")
 	<-released
-	require.Empty(t, f.freed, "no channel is left behind for an endpoint nobody waits on")
+	require.Empty(t, f.waiting, "nobody is left waiting")
 
 	cancelled, cancel := context.WithCancel(t.Context())
 	cancel()
@@ -91,4 +91,35 @@ func TestInflightLongestRunning(t *testing.T) {
 	releaseNew()
 	require.Zero(t, f.longestRunning(endpoint))
 	require.Empty(t, f.running)
+}
+
+// A released slot wakes one waiting job, not all of them: each woken job
+// reads its deliveries, and all but one would be held back after.
+func TestInflightWakesOneWaiterPerSlot(t *testing.T) {
+	t.Parallel()
+
+	f := newInflight(1)
+	endpoint := uuid.New()
+	release, ok := f.acquire(endpoint)
+	require.True(t, ok)
+
+	ctx, cancel := context.WithCancel(t.Context())
+	results := make(chan bool, 2)
+	for range 2 {
+		go func() { results <- f.waitForRoom(ctx, endpoint, time.Hour) }()
+	}
+	require.Eventually(t, func() bool {
+		f.mu.Lock()
+		defer f.mu.Unlock()
+		return len(f.waiting[endpoint]) == 2
+	}, 10*time.Second, time.Millisecond)
+
+	release()
+	require.True(t, <-results, "one waiter gets the slot")
+	f.mu.Lock()
+	require.Len(t, f.waiting[endpoint], 1, "the other still waits")
+	f.mu.Unlock()
+	cancel()
+	require.False(t, <-results, "the other gives up when its job ends")
+	require.Empty(t, f.waiting)
 }
