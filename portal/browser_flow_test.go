@@ -191,8 +191,18 @@ func TestBrowserFlowEndpointTestEventFailureResendReplay(t *testing.T) {
 	publish(t, b.pool, "acme", "invoice.paid", "inv_1002")
 	publish(t, b.pool, "acme", "invoice.voided", "inv_0997")
 	publish(t, b.pool, "acme", "customer.updated", "cus_2048")
+	// The pending filter matches a message by its deliveries, so until the
+	// fan-out has run it matches nothing either: wait for the fan-out and
+	// for the broken endpoint's retries to run out before looking.
+	require.Eventually(t, func() bool {
+		var unsettled int
+		err := b.pool.QueryRow(context.Background(), `SELECT
+    (SELECT count(*) FROM herald.messages WHERE tenant_id = 'acme' AND dispatched_at IS NULL)
+  + (SELECT count(*) FROM herald.deliveries WHERE tenant_id = 'acme' AND status = 'pending')`).Scan(&unsettled)
+		return err == nil && unsettled == 0
+	}, stepTimeout, 50*time.Millisecond, "the new deliveries settle")
 	tb.open("/portal/messages?status=pending")
-	tb.reloadUntil("the new deliveries settle", "main", "No messages match")
+	require.Contains(t, tb.text("main"), "No messages match")
 	tb.open("/portal/messages")
 	log := tb.text("table.log")
 	require.Contains(t, log, "customer.updated")
