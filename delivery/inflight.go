@@ -184,13 +184,13 @@ func (w *Worker) holdBack(ctx context.Context, job *rivertype.JobRow, endpoint u
 }
 
 // roomFor reports whether job's endpoint has room for it, waiting up to
-// busyPatience when the job has not been held back before.
+// busyPatience when the job has not been held back before. The job's
+// metadata is read only when the endpoint is full.
 func (w *Worker) roomFor(ctx context.Context, job *rivertype.JobRow, endpoint uuid.UUID) bool {
-	patience := busyPatience
-	if busyCount(job.Metadata) > 0 {
-		patience = 0
+	if w.inflight.waitForRoom(ctx, endpoint, 0) {
+		return true
 	}
-	return w.inflight.waitForRoom(ctx, endpoint, patience)
+	return busyCount(job.Metadata) == 0 && w.inflight.waitForRoom(ctx, endpoint, busyPatience)
 }
 
 // admitted clears the count of holdBack once the job got a slot.

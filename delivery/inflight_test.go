@@ -46,10 +46,7 @@ func TestInflightForgetsIdleEndpoints(t *testing.T) {
 func TestInflightWaitsForRoom(t *testing.T) {
 	t.Parallel()
 
-	f := newInflight(1)
-	endpoint := uuid.New()
-	release, ok := f.acquire(endpoint)
-	require.True(t, ok)
+	f, endpoint, release := fullEndpoint(t)
 
 	require.False(t, f.waitForRoom(t.Context(), endpoint, time.Millisecond), "nothing was released within the patience")
 
@@ -64,7 +61,7 @@ func TestInflightWaitsForRoom(t *testing.T) {
 
 	cancelled, cancel := context.WithCancel(t.Context())
 	cancel()
-	_, ok = f.acquire(endpoint)
+	_, ok := f.acquire(endpoint)
 	require.True(t, ok)
 	require.False(t, f.waitForRoom(cancelled, endpoint, time.Hour), "an ended job stops waiting")
 }
@@ -98,10 +95,7 @@ func TestInflightLongestRunning(t *testing.T) {
 func TestInflightWakesOneWaiterPerSlot(t *testing.T) {
 	t.Parallel()
 
-	f := newInflight(1)
-	endpoint := uuid.New()
-	release, ok := f.acquire(endpoint)
-	require.True(t, ok)
+	f, endpoint, release := fullEndpoint(t)
 
 	ctx, cancel := context.WithCancel(t.Context())
 	results := make(chan bool, 2)
@@ -122,4 +116,15 @@ func TestInflightWakesOneWaiterPerSlot(t *testing.T) {
 	cancel()
 	require.False(t, <-results, "the other gives up when its job ends")
 	require.Empty(t, f.waiting)
+}
+
+// fullEndpoint returns a counter with a cap of one, an endpoint that has
+// taken it, and the release of that slot.
+func fullEndpoint(t *testing.T) (*inflight, uuid.UUID, func()) {
+	t.Helper()
+	f := newInflight(1)
+	endpoint := uuid.New()
+	release, ok := f.acquire(endpoint)
+	require.True(t, ok)
+	return f, endpoint, release
 }
