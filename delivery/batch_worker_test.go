@@ -60,7 +60,8 @@ func TestBatchSendsEveryDeliveryOnce(t *testing.T) {
 	r := webhooktest.NewReceiver(t, webhooktest.Status(200))
 	endpoint := b.endpoint(t, ctx, r.URL)
 	secret := b.secret(t, ctx, endpoint)
-	ids, job := b.batch(t, ctx, endpoint, 20)
+	// A full job: the worker loads, sends and records it a chunk at a time.
+	ids, job := b.batch(t, ctx, endpoint, delivery.MaxBatch)
 
 	b.waitJob(t, ctx, job, rivertype.JobStateCompleted)
 	for _, id := range ids {
@@ -88,30 +89,42 @@ func TestBatchSendsEveryDeliveryOnce(t *testing.T) {
 
 func TestBatchHandsOffAtTheFirstFailure(t *testing.T) {
 	t.Parallel()
-	// One attempt at a time, so the batch stops right after the failure.
+	// One attempt at a time, so the batch stops right after the failure,
+	// which comes in the job's second chunk: the first was recorded, and
+	// the rest of the second and the chunks after it are handed off.
 	b, ctx := setup(t, delivery.Config{Policy: fast, MaxInflightPerEndpoint: 1})
-	r := webhooktest.NewReceiver(t, webhooktest.Status(200, 500, 200))
+	const failAt, n = 25, 40
+	codes := make([]int, failAt, failAt+2)
+	for i := range codes {
+		codes[i] = 200
+	}
+	r := webhooktest.NewReceiver(t, webhooktest.Status(append(codes, 500, 200)...))
 	endpoint := b.endpoint(t, ctx, r.URL)
-	ids, job := b.batch(t, ctx, endpoint, 4)
+	ids, job := b.batch(t, ctx, endpoint, n)
 
 	b.waitJob(t, ctx, job, rivertype.JobStateCompleted)
 	for _, id := range ids {
 		b.waitStatus(t, ctx, id, "succeeded")
 	}
-	require.Len(t, b.attempts(t, ctx, ids[0]), 1, "sent by the batch")
-	failed := b.attempts(t, ctx, ids[1])
+	for _, id := range ids[:failAt] {
+		attempts := b.attempts(t, ctx, id)
+		require.Len(t, attempts, 1, "sent by the batch")
+		require.Equal(t, "scheduled", attempts[0].Trigger)
+	}
+	failed := b.attempts(t, ctx, ids[failAt])
 	require.Len(t, failed, 2, "failed in the batch, then retried by a job of its own")
 	require.Equal(t, "retry", failed[0].Outcome)
 	require.Equal(t, 500, *failed[0].StatusCode)
 	require.Equal(t, "succeeded", failed[1].Outcome)
 	require.Equal(t, "scheduled", failed[1].Trigger)
-	for _, id := range ids[2:] {
+	for _, id := range ids[failAt+1:] {
 		attempts := b.attempts(t, ctx, id)
 		require.Len(t, attempts, 1, "handed off unsent, then sent once")
 		require.Equal(t, "scheduled", attempts[0].Trigger)
 	}
-	require.Equal(t, 5, r.Count())
-	require.Equal(t, 3, b.ownJobs(t, ctx, ids), "the failed delivery and the two unsent got jobs of their own")
+	require.Equal(t, n+1, r.Count())
+	require.Equal(t, n-failAt, b.ownJobs(t, ctx, ids), "the failed delivery and every unsent one got a job of its own")
+	require.Zero(t, b.ownJobs(t, ctx, ids[:failAt]), "nothing sent by the batch got a job")
 }
 
 func TestBatchCancelsDeliveriesOfDisabledEndpoint(t *testing.T) {
@@ -121,7 +134,8 @@ func TestBatchCancelsDeliveriesOfDisabledEndpoint(t *testing.T) {
 	endpoint := b.endpoint(t, ctx, r.URL)
 	_, err := b.pool.Exec(ctx, "UPDATE herald.endpoints SET enabled = false WHERE id = $1", endpoint)
 	require.NoError(t, err)
-	ids, job := b.batch(t, ctx, endpoint, 3)
+	// More than one chunk's worth: every chunk is cancelled.
+	ids, job := b.batch(t, ctx, endpoint, 25)
 
 	b.waitJob(t, ctx, job, rivertype.JobStateCompleted)
 	for _, id := range ids {
@@ -139,15 +153,17 @@ func TestBatchLeavesRateLimitedEndpointToOwnJobs(t *testing.T) {
 	endpoint := b.endpoint(t, ctx, r.URL)
 	_, err := b.pool.Exec(ctx, "UPDATE herald.endpoints SET rate_limit = 1000 WHERE id = $1", endpoint)
 	require.NoError(t, err)
-	ids, job := b.batch(t, ctx, endpoint, 3)
+	// More than one chunk's worth: the first chunk is handed off as
+	// loaded, the rest without being loaded.
+	ids, job := b.batch(t, ctx, endpoint, 25)
 
 	b.waitJob(t, ctx, job, rivertype.JobStateCompleted)
 	for _, id := range ids {
 		b.waitStatus(t, ctx, id, "succeeded")
 		require.Len(t, b.attempts(t, ctx, id), 1)
 	}
-	require.Equal(t, 3, b.ownJobs(t, ctx, ids), "each delivery went through a job of its own, which keeps to the limit")
-	require.Equal(t, 3, r.Count())
+	require.Equal(t, len(ids), b.ownJobs(t, ctx, ids), "each delivery went through a job of its own, which keeps to the limit")
+	require.Equal(t, len(ids), r.Count())
 }
 
 func TestBatchWithoutDeliveriesIsCancelled(t *testing.T) {
