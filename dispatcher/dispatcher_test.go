@@ -8,6 +8,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/jackc/pgx/v5"
 	"github.com/stretchr/testify/require"
 
 	"github.com/heraldhq/herald/delivery"
@@ -249,4 +250,34 @@ func TestNewRejectsBadConfig(t *testing.T) {
 	require.ErrorContains(t, err, "Config.Secrets is nil")
 	_, err = dispatcher.New(dispatcher.Config{Pool: b.pool, Delivery: delivery.Config{Secrets: b.store}, Workers: -1})
 	require.ErrorContains(t, err, "must not be negative")
+}
+
+// A backlog to one endpoint fans out into full batch jobs even when one
+// claim takes fewer messages than a job holds: the fan-out transaction
+// claims again until the outbox is empty (or it has made enough
+// deliveries), and groups the deliveries of all its claims.
+func TestBacklogFansOutIntoFullBatchJobs(t *testing.T) {
+	t.Parallel()
+	b, ctx := setup(t)
+	r := webhooktest.NewReceiver(t, webhooktest.Status(200))
+	b.endpoint(t, ctx, tenant, r.URL)
+
+	const backlog = 2*delivery.MaxBatch + 30
+	tx, err := b.pool.Begin(ctx)
+	require.NoError(t, err)
+	for range backlog {
+		_, err := outbox.Publish(ctx, tx, event("invoice.paid"))
+		require.NoError(t, err)
+	}
+	require.NoError(t, tx.Commit(ctx))
+	b.start(t, dispatcher.Config{BatchSize: 50})
+
+	b.waitSucceeded(t, ctx, backlog, 30*time.Second)
+	require.Len(t, webhookIDs(r.Requests()), backlog, "every message delivered")
+	rows, err := b.pool.Query(ctx, `SELECT jsonb_array_length(args->'delivery_ids') FROM herald.river_job
+WHERE kind = $1 ORDER BY id`, delivery.BatchKind)
+	require.NoError(t, err)
+	sizes, err := pgx.CollectRows(rows, pgx.RowTo[int])
+	require.NoError(t, err)
+	require.Equal(t, []int{delivery.MaxBatch, delivery.MaxBatch, 30}, sizes)
 }
