@@ -230,8 +230,8 @@ func createDeliveries(ctx context.Context, tx pgx.Tx, batch claimed, groups *job
 	return int(n.RowsAffected()), nil
 }
 
-// jobGroups gathers a fan-out batch's new deliveries by endpoint, in the
-// order the endpoints first appear, so that their first attempts go in
+// jobGroups gathers a fan-out transaction's new deliveries by endpoint, in
+// the order the endpoints first appear, so that their first attempts go in
 // delivery.BatchArgs jobs: River then fetches and completes one job per
 // endpoint and batch instead of one per delivery.
 type jobGroups struct {
