@@ -10,13 +10,11 @@ import (
 	"github.com/google/uuid"
 	"github.com/jackc/pgx/v5"
 	"github.com/riverqueue/river"
-	"github.com/riverqueue/river/rivertype"
 )
 
 // BatchWorker is the River worker of BatchArgs: it makes the first attempt
 // of up to MaxBatch new deliveries to one endpoint, sending several at once
-// within the endpoint's in-flight cap, and records them together, a chunk
-// of batchChunk deliveries at a time.
+// within the endpoint's in-flight cap, and records them together.
 //
 // It is a fast path for healthy endpoints, not a second way of retrying:
 // at the first attempt that fails it starts no more, records each failed
@@ -49,29 +47,8 @@ func (b *BatchWorker) Timeout(*river.Job[BatchArgs]) time.Duration {
 	return b.w.JobTimeout()
 }
 
-// batchChunk is how many of its deliveries a batch job loads, sends and
-// records at a time. River's costs are paid once per job, whatever its
-// size; what a job holds in memory while it sends and while its successes
-// wait to be recorded is one chunk, so the process holds at most Workers
-// chunks of message bodies however large the jobs are.
-const batchChunk = 20
-
-// chunkEnd says how a batch job goes on after one chunk.
-type chunkEnd int
-
-const (
-	// chunkDone: go on with the next chunk.
-	chunkDone chunkEnd = iota
-	// chunkStopped: an attempt failed, time ran out or the endpoint keeps
-	// a rate limit; the deliveries after the chunk go to jobs of their own.
-	chunkStopped
-	// chunkHeldBack: the endpoint stayed at its in-flight cap; the job
-	// snoozes and, run again, sends what is still its own.
-	chunkHeldBack
-)
-
 // Work makes the first attempts of the job's deliveries that are still its
-// own, batchChunk at a time.
+// own.
 func (b *BatchWorker) Work(ctx context.Context, job *river.Job[BatchArgs]) error {
 	w := b.w
 	if err := job.Args.check(); err != nil {
@@ -81,41 +58,9 @@ func (b *BatchWorker) Work(ctx context.Context, job *river.Job[BatchArgs]) error
 	if !w.roomFor(ctx, job.JobRow, endpoint) {
 		return w.holdBack(ctx, job.JobRow, endpoint)
 	}
-	run := batchRun{job: job.JobRow, endpoint: endpoint, until: time.Now().Add(w.timeout / 2)}
-	ids := job.Args.DeliveryIDs
-	for start := 0; start < len(ids); start += batchChunk {
-		end := min(start+batchChunk, len(ids))
-		next, err := b.workChunk(ctx, &run, ids[start:end])
-		if err != nil {
-			return err
-		}
-		switch next {
-		case chunkStopped:
-			return w.handOff(ctx, endpoint, ids[end:])
-		case chunkHeldBack:
-			return w.holdBack(ctx, job.JobRow, endpoint)
-		}
-	}
-	return nil
-}
-
-// batchRun is what the chunks of one batch job share.
-type batchRun struct {
-	job      *rivertype.JobRow
-	endpoint uuid.UUID
-	// until is when the job stops starting attempts: half the HTTP timeout
-	// after it began, so that it ends within its own timeout.
-	until    time.Time
-	admitted bool
-}
-
-// workChunk makes the first attempts of the deliveries ids that are still
-// the job's own and records them.
-func (b *BatchWorker) workChunk(ctx context.Context, run *batchRun, ids []uuid.UUID) (chunkEnd, error) {
-	w := b.w
-	found, err := w.loads.doAll(ctx, ids)
+	found, err := w.loads.doAll(ctx, job.Args.DeliveryIDs)
 	if err != nil {
-		return 0, fmt.Errorf("load %d deliveries to endpoint %s: %w", len(ids), run.endpoint, err)
+		return fmt.Errorf("load %d deliveries to endpoint %s: %w", len(job.Args.DeliveryIDs), endpoint, err)
 	}
 	var todo []loaded
 	for _, d := range found {
@@ -125,51 +70,43 @@ func (b *BatchWorker) workChunk(ctx context.Context, run *batchRun, ids []uuid.U
 	}
 	switch {
 	case len(todo) == 0:
-		return chunkDone, nil
+		return nil
 	case !todo[0].endpointEnabled:
 		if _, err := w.db.Exec(ctx, cancelDeliveries, idsOf(todo), w.now()); err != nil {
-			return 0, fmt.Errorf("cancel %d deliveries of disabled endpoint %s: %w", len(todo), run.endpoint, err)
+			return fmt.Errorf("cancel %d deliveries of disabled endpoint %s: %w", len(todo), endpoint, err)
 		}
-		return chunkDone, nil
+		return nil
 	case todo[0].rateLimit > 0:
-		return chunkStopped, w.handOff(ctx, run.endpoint, idsOf(todo))
+		return w.handOff(ctx, todo)
 	}
 
-	// As for one delivery, the slots are held for the requests alone. Room
-	// that another job took since the last chunk (or since roomFor) is
-	// waited for once, as a new job would.
-	releaseAll, lanes := w.inflight.acquireUpTo(run.endpoint, len(todo))
-	if lanes == 0 && w.inflight.waitForRoom(ctx, run.endpoint, busyPatience) {
-		releaseAll, lanes = w.inflight.acquireUpTo(run.endpoint, len(todo))
-	}
+	// As for one delivery, the slots are held for the requests alone.
+	releaseAll, lanes := w.inflight.acquireUpTo(endpoint, len(todo))
 	if lanes == 0 {
-		return chunkHeldBack, nil
+		return w.holdBack(ctx, job.JobRow, endpoint)
 	}
 	release := sync.OnceFunc(releaseAll)
 	defer release()
-	if !run.admitted {
-		if err := admitted(ctx, run.job); err != nil {
-			return 0, err
-		}
-		run.admitted = true
+	if err := admitted(ctx, job.JobRow); err != nil {
+		return err
 	}
-	attempts := w.sendUntilFailure(ctx, todo, lanes, run.until)
+	attempts := w.sendUntilFailure(ctx, todo, lanes)
 	release()
 	if err := ctx.Err(); err != nil {
 		// As for one delivery: River runs the job again, and what was
 		// sent is sent again, deduplicated by webhook-id.
-		return 0, fmt.Errorf("deliveries to endpoint %s interrupted: %w", run.endpoint, err)
+		return fmt.Errorf("deliveries to endpoint %s interrupted: %w", endpoint, err)
 	}
 
 	var (
 		wins   []success
 		failed []int
-		unsent []uuid.UUID
+		unsent []loaded
 	)
 	for i, a := range attempts {
 		switch {
 		case a == nil:
-			unsent = append(unsent, todo[i].id)
+			unsent = append(unsent, todo[i])
 		case a.result.succeeded():
 			wins = append(wins, success{d: todo[i], trigger: TriggerScheduled, a: *a})
 		default:
@@ -178,7 +115,7 @@ func (b *BatchWorker) workChunk(ctx context.Context, run *batchRun, ids []uuid.U
 	}
 	recorded, err := w.successes.doAll(ctx, wins)
 	if err != nil {
-		w.logger.WarnContext(ctx, "recording successes together failed; recording alone", "endpoint", run.endpoint, "error", err)
+		w.logger.WarnContext(ctx, "recording successes together failed; recording alone", "endpoint", endpoint, "error", err)
 		recorded = make([]bool, len(wins))
 	}
 	for i, s := range wins {
@@ -186,29 +123,30 @@ func (b *BatchWorker) workChunk(ctx context.Context, run *batchRun, ids []uuid.U
 			continue
 		}
 		if _, err := w.record(ctx, s.d, s.trigger, s.a, nil); err != nil {
-			return 0, err
+			return err
 		}
 	}
 	for _, i := range failed {
 		if _, err := w.record(ctx, todo[i], TriggerScheduled, *attempts[i], retryAlone(todo[i])); err != nil {
-			return 0, err
+			return err
 		}
 	}
-	if len(failed) > 0 || len(unsent) > 0 {
-		return chunkStopped, w.handOff(ctx, run.endpoint, unsent)
+	if len(unsent) > 0 {
+		return w.handOff(ctx, unsent)
 	}
-	return chunkDone, nil
+	return nil
 }
 
 // sendUntilFailure sends todo in order, lanes at a time, and returns each
 // delivery's attempt: nil for one it did not send because an attempt
-// failed, ctx ended or until passed.
-func (w *Worker) sendUntilFailure(ctx context.Context, todo []loaded, lanes int, until time.Time) []*attempt {
+// failed, ctx ended or half the HTTP timeout has passed.
+func (w *Worker) sendUntilFailure(ctx context.Context, todo []loaded, lanes int) []*attempt {
 	var (
 		attempts = make([]*attempt, len(todo))
 		next     atomic.Int64
 		stop     atomic.Bool
 		wg       sync.WaitGroup
+		until    = time.Now().Add(w.timeout / 2)
 	)
 	for range min(lanes, len(todo)) {
 		wg.Go(func() {
@@ -245,41 +183,38 @@ func retryAlone(d loaded) retryFunc {
 	}
 }
 
-// handOff gives each of the deliveries ids to endpoint that is still its
-// batch job's a job of its own, due at once.
-func (w *Worker) handOff(ctx context.Context, endpoint uuid.UUID, ids []uuid.UUID) error {
-	if len(ids) == 0 {
-		return nil
-	}
+// handOff gives each delivery of ds that is still its batch job's a job of
+// its own, due at once.
+func (w *Worker) handOff(ctx context.Context, ds []loaded) error {
 	client, err := river.ClientFromContextSafely[pgx.Tx](ctx)
 	if err != nil {
-		return fmt.Errorf("hand off %d deliveries: %w", len(ids), err)
+		return fmt.Errorf("hand off %d deliveries: %w", len(ds), err)
 	}
 	tx, err := w.db.Begin(ctx)
 	if err != nil {
-		return fmt.Errorf("hand off %d deliveries: %w", len(ids), err)
+		return fmt.Errorf("hand off %d deliveries: %w", len(ds), err)
 	}
 	defer func() { _ = tx.Rollback(context.WithoutCancel(ctx)) }()
-	rows, err := tx.Query(ctx, handOff, ids, w.now())
+	rows, err := tx.Query(ctx, handOff, idsOf(ds), w.now())
 	if err != nil {
-		return fmt.Errorf("hand off %d deliveries: %w", len(ids), err)
+		return fmt.Errorf("hand off %d deliveries: %w", len(ds), err)
 	}
-	mine, err := pgx.CollectRows(rows, pgx.RowTo[uuid.UUID])
+	ids, err := pgx.CollectRows(rows, pgx.RowTo[uuid.UUID])
 	if err != nil {
-		return fmt.Errorf("hand off %d deliveries: %w", len(ids), err)
+		return fmt.Errorf("hand off %d deliveries: %w", len(ds), err)
 	}
-	if len(mine) == 0 {
+	if len(ids) == 0 {
 		return nil
 	}
-	jobs := make([]river.InsertManyParams, len(mine))
-	for i, id := range mine {
-		jobs[i] = river.InsertManyParams{Args: Args{DeliveryID: id, EndpointID: endpoint, Trigger: TriggerScheduled}}
+	jobs := make([]river.InsertManyParams, len(ids))
+	for i, id := range ids {
+		jobs[i] = river.InsertManyParams{Args: Args{DeliveryID: id, EndpointID: ds[0].endpointID, Trigger: TriggerScheduled}}
 	}
 	if _, err := client.InsertManyFastTx(ctx, tx, jobs); err != nil {
-		return fmt.Errorf("hand off %d deliveries: %w", len(mine), err)
+		return fmt.Errorf("hand off %d deliveries: %w", len(ids), err)
 	}
 	if err := tx.Commit(ctx); err != nil {
-		return fmt.Errorf("hand off %d deliveries: %w", len(mine), err)
+		return fmt.Errorf("hand off %d deliveries: %w", len(ids), err)
 	}
 	return nil
 }

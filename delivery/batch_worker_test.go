@@ -60,7 +60,7 @@ func TestBatchSendsEveryDeliveryOnce(t *testing.T) {
 	r := webhooktest.NewReceiver(t, webhooktest.Status(200))
 	endpoint := b.endpoint(t, ctx, r.URL)
 	secret := b.secret(t, ctx, endpoint)
-	// A full job: the worker loads, sends and records it a chunk at a time.
+	// A full job.
 	ids, job := b.batch(t, ctx, endpoint, delivery.MaxBatch)
 
 	b.waitJob(t, ctx, job, rivertype.JobStateCompleted)
@@ -89,9 +89,8 @@ func TestBatchSendsEveryDeliveryOnce(t *testing.T) {
 
 func TestBatchHandsOffAtTheFirstFailure(t *testing.T) {
 	t.Parallel()
-	// One attempt at a time, so the batch stops right after the failure,
-	// which comes in the job's second chunk: the first was recorded, and
-	// the rest of the second and the chunks after it are handed off.
+	// One attempt at a time, so the batch stops right after the failure:
+	// what it sent before is recorded, what comes after is handed off.
 	b, ctx := setup(t, delivery.Config{Policy: fast, MaxInflightPerEndpoint: 1})
 	const failAt, n = 25, 40
 	codes := make([]int, failAt, failAt+2)
@@ -134,7 +133,6 @@ func TestBatchCancelsDeliveriesOfDisabledEndpoint(t *testing.T) {
 	endpoint := b.endpoint(t, ctx, r.URL)
 	_, err := b.pool.Exec(ctx, "UPDATE herald.endpoints SET enabled = false WHERE id = $1", endpoint)
 	require.NoError(t, err)
-	// More than one chunk's worth: every chunk is cancelled.
 	ids, job := b.batch(t, ctx, endpoint, 25)
 
 	b.waitJob(t, ctx, job, rivertype.JobStateCompleted)
@@ -153,8 +151,6 @@ func TestBatchLeavesRateLimitedEndpointToOwnJobs(t *testing.T) {
 	endpoint := b.endpoint(t, ctx, r.URL)
 	_, err := b.pool.Exec(ctx, "UPDATE herald.endpoints SET rate_limit = 1000 WHERE id = $1", endpoint)
 	require.NoError(t, err)
-	// More than one chunk's worth: the first chunk is handed off as
-	// loaded, the rest without being loaded.
 	ids, job := b.batch(t, ctx, endpoint, 25)
 
 	b.waitJob(t, ctx, job, rivertype.JobStateCompleted)

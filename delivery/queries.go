@@ -67,7 +67,7 @@ SELECT @attempt_id::uuid, d.id, @message_id::uuid, @endpoint_id::uuid, d.attempt
 FROM delivery d`
 
 	// lookUpByIndex makes the rest of the transaction find rows through
-	// indexes. A batch of successes names at most 128 deliveries by id, but
+	// indexes. A batch of successes names at most 512 deliveries by id, but
 	// while the deliveries table is small (a new installation, or the
 	// start of a burst) the planner prefers hashing the batch and scanning
 	// the whole table, once per batch: sampling a burst showed the
