@@ -281,3 +281,31 @@ WHERE kind = $1 ORDER BY id`, delivery.BatchKind)
 	require.NoError(t, err)
 	require.Equal(t, []int{delivery.MaxBatch, delivery.MaxBatch, 30}, sizes)
 }
+
+// A backlog of messages that no endpoint subscribes to creates no
+// deliveries; the fan-out still commits after 5,000 messages instead of
+// claiming the whole backlog in one transaction. Each transaction stamps
+// its messages with its own now().
+func TestBacklogWithoutSubscribersFansOutInBoundedTransactions(t *testing.T) {
+	t.Parallel()
+	b, ctx := setup(t)
+	const backlog = 5100
+	tx, err := b.pool.Begin(ctx)
+	require.NoError(t, err)
+	for range backlog {
+		_, err := outbox.Publish(ctx, tx, event("invoice.paid"))
+		require.NoError(t, err)
+	}
+	require.NoError(t, tx.Commit(ctx))
+	b.start(t, dispatcher.Config{})
+
+	require.Eventually(t, func() bool {
+		var left int
+		require.NoError(t, b.pool.QueryRow(ctx, "SELECT count(*) FROM herald.messages WHERE dispatched_at IS NULL").Scan(&left))
+		return left == 0
+	}, 30*time.Second, 20*time.Millisecond, "the backlog was never dispatched")
+	var transactions int
+	require.NoError(t, b.pool.QueryRow(ctx, "SELECT count(DISTINCT dispatched_at) FROM herald.messages").Scan(&transactions))
+	require.Equal(t, 2, transactions, "5,000 messages, then 100")
+	require.Empty(t, b.statuses(t, ctx), "no deliveries")
+}

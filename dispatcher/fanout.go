@@ -150,16 +150,17 @@ func (d *Dispatcher) drain(ctx context.Context) (claimed int) {
 	return claimed
 }
 
-// fanOutDeliveries is how many deliveries one fan-out transaction creates
-// before it commits, when that many messages are waiting: it claims
-// BatchSize messages at a time until it has created this many or the
-// outbox is empty. The first attempts to an endpoint go in jobs of up to
-// delivery.MaxBatch of that transaction's deliveries, and a job costs
-// River the same whatever its size, so a backlog spread over many
-// endpoints needs transactions this large for its jobs to fill up. In the
-// burst benchmark (50 endpoints) one claim of 500 messages made jobs of
-// 10 deliveries; see docs/benchmarks.md.
-const fanOutDeliveries = 5000
+// fanOutLimit bounds one fan-out transaction when a backlog is waiting: it
+// claims BatchSize messages at a time until it has claimed this many
+// messages or created this many deliveries, or the outbox is empty. The
+// first attempts to an endpoint go in jobs of up to delivery.MaxBatch of
+// that transaction's deliveries, and a job costs River the same whatever
+// its size, so a backlog spread over many endpoints needs transactions
+// this large for its jobs to fill up. In the burst benchmark (50
+// endpoints) one claim of 500 messages made jobs of 10 deliveries; see
+// docs/benchmarks.md. Counting messages too bounds a backlog of messages
+// that no endpoint subscribes to, which create no deliveries.
+const fanOutLimit = 5000
 
 // fanOut claims undispatched messages and, in one transaction, creates
 // their deliveries and River jobs and marks them dispatched. It returns
@@ -175,7 +176,7 @@ func (d *Dispatcher) fanOut(ctx context.Context) (claimed int, more bool, err er
 		groups  jobGroups
 		created int
 	)
-	for created < fanOutDeliveries {
+	for claimed < fanOutLimit && created < fanOutLimit {
 		batch, err := claim(ctx, tx, d.batchSize)
 		if err != nil {
 			return 0, false, err

@@ -43,7 +43,7 @@ func (s *settings) register(fs *flag.FlagSet) {
 	fs.IntVar(&s.workers, "workers", e.int("HERALD_WORKERS", dispatcher.DefaultWorkers),
 		"deliveries this process sends at once; sending mostly waits on receivers, so this is large (env HERALD_WORKERS)")
 	fs.IntVar(&s.batchSize, "batch-size", e.int("HERALD_BATCH_SIZE", dispatcher.DefaultBatchSize),
-		"messages one fan-out claim takes; a fan-out transaction claims again until it has made 5,000 deliveries or the outbox is empty (env HERALD_BATCH_SIZE)")
+		"messages one fan-out claim takes; a fan-out transaction claims again until it has claimed 5,000 messages or made 5,000 deliveries, or the outbox is empty (env HERALD_BATCH_SIZE)")
 	fs.DurationVar(&s.pollInterval, "poll-interval", e.duration("HERALD_POLL_INTERVAL", dispatcher.DefaultPollInterval),
 		"how often to look for new messages when no notification arrived; due delivery jobs are looked for every 100 ms, or this often if shorter (env HERALD_POLL_INTERVAL)")
 	fs.DurationVar(&s.timeout, "timeout", e.duration("HERALD_DELIVERY_TIMEOUT", delivery.DefaultTimeout),
