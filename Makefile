@@ -6,7 +6,7 @@ GO ?= go
 # while a loaded machine is still gathering baseline coverage, which the fuzzer
 # reports as a failure ("context deadline exceeded") though nothing was found.
 FUZZTIME ?= 5000x
-FUZZ_TARGETS ?= ./schedule/:FuzzParseRetryAfter ./signing/:FuzzParseSignatureHeader ./signing/:FuzzParseSecret ./signing/:FuzzSignMatchesReference ./internal/api/:FuzzPublishRequest ./internal/api/:FuzzEndpointRequest ./receiver/:FuzzDecodePayload
+FUZZ_TARGETS ?= ./schedule/:FuzzParseRetryAfter ./signing/:FuzzParseSignatureHeader ./signing/:FuzzParseSecret ./signing/:FuzzSignMatchesReference ./api/:FuzzPublishRequest ./api/:FuzzEndpointRequest ./receiver/:FuzzDecodePayload
 
 .PHONY: run test check-fmt vet unit fuzz build bench
 
@@ -41,7 +41,7 @@ fuzz:
 ## Postgres (a couple of minutes); writes docs/sim/output.txt and jitter.svg
 .PHONY: sim
 sim:
-	$(GO) run ./cmd/whsim --out docs/sim
+	$(GO) run ./cmd/sim --out docs/sim
 
 ## bench: every benchmark scenario (under 10 minutes): prints the tables and
 ## writes docs/benchmarks/results.json and docs/benchmarks/latency.svg

@@ -18,7 +18,7 @@ import (
 	"syscall"
 	"time"
 
-	"github.com/heraldhq/herald/internal/api"
+	"github.com/heraldhq/herald/api"
 	"github.com/heraldhq/herald/internal/auth"
 	"github.com/heraldhq/herald/internal/config"
 	"github.com/heraldhq/herald/internal/secretbox"

@@ -15,7 +15,7 @@ import (
 	"strings"
 	"syscall"
 
-	"github.com/heraldhq/herald/internal/bench"
+	"github.com/heraldhq/herald/harness/bench"
 	"github.com/heraldhq/herald/internal/config"
 )
 

@@ -12,7 +12,7 @@ import (
 
 	"github.com/stretchr/testify/require"
 
-	"github.com/heraldhq/herald/internal/bench"
+	"github.com/heraldhq/herald/harness/bench"
 	"github.com/heraldhq/herald/internal/pgtest"
 )
 

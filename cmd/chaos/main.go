@@ -26,7 +26,7 @@ import (
 	"syscall"
 	"time"
 
-	"github.com/heraldhq/herald/chaos"
+	"github.com/heraldhq/herald/harness/chaos"
 	"github.com/heraldhq/herald/internal/config"
 	"github.com/heraldhq/herald/internal/database"
 )

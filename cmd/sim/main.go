@@ -1,9 +1,9 @@
-// Command whsim runs the receiver experiments of package sim at full size
+// Command sim runs the receiver experiments of package sim at full size
 // against real Postgres and prints the tables; with --out it also writes
 // them, and the jitter histogram as SVG, into a directory.
 //
 // It creates one database per handler design and crash design on the
-// server named by --database-url (whsim_… databases, dropped again when it
+// server named by --database-url (sim_… databases, dropped again when it
 // ends) and serves every design over HTTP on loopback.
 package main
 
@@ -19,31 +19,31 @@ import (
 	"path/filepath"
 	"syscall"
 
+	"github.com/heraldhq/herald/harness/sim"
 	"github.com/heraldhq/herald/internal/config"
 	"github.com/heraldhq/herald/internal/database"
-	"github.com/heraldhq/herald/sim"
 )
 
 func main() {
 	if err := run(os.Args[1:], os.Stdout); err != nil {
-		fmt.Fprintln(os.Stderr, "whsim:", err)
+		fmt.Fprintln(os.Stderr, "sim:", err)
 		os.Exit(1)
 	}
 }
 
 func run(args []string, stdout io.Writer) error {
 	cfg := sim.Article()
-	fs := flag.NewFlagSet("whsim", flag.ContinueOnError)
+	fs := flag.NewFlagSet("sim", flag.ContinueOnError)
 	fs.Usage = func() {
-		fmt.Fprintf(fs.Output(), "Usage: whsim [flags]\n\n"+
+		fmt.Fprintf(fs.Output(), "Usage: sim [flags]\n\n"+
 			"Runs the handler, crash, retention and jitter experiments with the reference\n"+
 			"article's parameters against real Postgres and prints the tables.\n\nFlags:\n")
 		fs.PrintDefaults()
 	}
 	url := fs.String("database-url", config.Env(database.EnvURL, database.DefaultURL),
-		"Postgres server to create the whsim_* databases on; its database name is not used (env "+database.EnvURL+")")
+		"Postgres server to create the sim_* databases on; its database name is not used (env "+database.EnvURL+")")
 	out := fs.String("out", "", "directory to write output.txt and jitter.svg into; empty prints only")
-	prefix := fs.String("db-prefix", "whsim_", "name prefix of the databases whsim creates and drops; letters, digits and underscores")
+	prefix := fs.String("db-prefix", "sim_", "name prefix of the databases sim creates and drops; letters, digits and underscores")
 	small := fs.Bool("small", false, "run the small configuration the tests use (seconds, not minutes)")
 	seed := fs.Uint("seed", uint(cfg.Seed), "seed of every draw")
 	events := fs.Int("events", 0, "events in the handler experiment; 0 means the configuration's (10000, or 300 with --small)")
@@ -63,7 +63,7 @@ func run(args []string, stdout io.Writer) error {
 		return fmt.Errorf("--db-prefix %q: use letters, digits and underscores, starting with a letter", *prefix)
 	}
 	if fs.NArg() > 0 {
-		return fmt.Errorf("unexpected argument %q; whsim takes only flags (see --help)", fs.Arg(0))
+		return fmt.Errorf("unexpected argument %q; sim takes only flags (see --help)", fs.Arg(0))
 	}
 	if *seed > 1<<32-1 {
 		return fmt.Errorf("--seed %d does not fit in 32 bits; use a number below %d", *seed, uint64(1)<<32)

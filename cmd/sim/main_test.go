@@ -21,7 +21,7 @@ import (
 func TestRunSmall(t *testing.T) {
 	t.Parallel()
 	dir := t.TempDir()
-	prefix := "whsim_test_" + randomHex(t) + "_"
+	prefix := "sim_test_" + randomHex(t) + "_"
 	var out bytes.Buffer
 
 	err := run([]string{"--small", "--events", "60", "--out", dir, "--db-prefix", prefix, "--database-url", serverURL()}, &out)
@@ -45,7 +45,7 @@ func TestRunSmall(t *testing.T) {
 	t.Cleanup(func() { _ = conn.Close(context.Background()) })
 	var left int
 	require.NoError(t, conn.QueryRow(t.Context(), "SELECT count(*) FROM pg_database WHERE datname LIKE $1", prefix+"%").Scan(&left))
-	require.Zero(t, left, "every whsim database is dropped")
+	require.Zero(t, left, "every sim database is dropped")
 }
 
 func TestRunRejectsBadFlags(t *testing.T) {

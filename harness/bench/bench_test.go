@@ -13,7 +13,7 @@ import (
 
 	"github.com/stretchr/testify/require"
 
-	"github.com/heraldhq/herald/internal/bench"
+	"github.com/heraldhq/herald/harness/bench"
 	"github.com/heraldhq/herald/internal/pgtest"
 	"github.com/heraldhq/herald/schedule"
 )

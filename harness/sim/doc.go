@@ -19,7 +19,7 @@
 //     comes back at t=300 s, retried without jitter, with full jitter and
 //     with Herald's policy; [WriteJitterSVG] draws the arrivals per second.
 //
-// [Run] runs them all; cmd/whsim prints the result.
+// [Run] runs them all; cmd/sim prints the result.
 //
 // The generator is the article's (mulberry32, seed 20261023), and every
 // fault is drawn from a hash of (event, attempt, purpose) rather than from

@@ -63,7 +63,7 @@ func prefixed(newDB NewDatabase, prefix string) NewDatabase {
 func (r Report) WriteText(w io.Writer) error {
 	b := bufio.NewWriter(w)
 	c := r.Config
-	fmt.Fprintln(b, "whsim: receiver designs under at-least-once delivery (simulation, synthetic data)")
+	fmt.Fprintln(b, "sim: receiver designs under at-least-once delivery (simulation, synthetic data)")
 	fmt.Fprintln(b, "seed:", c.Seed)
 	for _, line := range r.Environment {
 		fmt.Fprintln(b, line)

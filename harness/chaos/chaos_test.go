@@ -11,7 +11,7 @@ import (
 
 	"github.com/stretchr/testify/require"
 
-	"github.com/heraldhq/herald/chaos"
+	"github.com/heraldhq/herald/harness/chaos"
 	"github.com/heraldhq/herald/internal/pgtest"
 )
 
