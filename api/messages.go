@@ -11,6 +11,7 @@ import (
 	"github.com/google/uuid"
 	"github.com/jackc/pgx/v5"
 
+	"github.com/heraldhq/herald/internal/deliverystatus"
 	"github.com/heraldhq/herald/internal/page"
 )
 
@@ -52,9 +53,6 @@ type Delivery struct {
 	CreatedAt      time.Time  `json:"created_at"`
 }
 
-// deliveryStatuses are the values of deliveries.status (migrations/0001_core.sql).
-var deliveryStatuses = map[string]bool{"pending": true, "succeeded": true, "failed": true, "cancelled": true, "skipped": true}
-
 func (s *Server) listMessages(w http.ResponseWriter, r *http.Request) error {
 	req, err := pageRequest(r)
 	if err != nil {
@@ -74,8 +72,8 @@ func (s *Server) listMessages(w http.ResponseWriter, r *http.Request) error {
 		eventType = &v
 	}
 	if v := q.Get("status"); v != "" {
-		if !deliveryStatuses[v] {
-			return invalidParam("status", "status must be one of pending, succeeded, failed, cancelled, skipped: it keeps messages with at least one delivery in that status")
+		if _, err := deliverystatus.Parse(v); err != nil {
+			return invalidParam("status", err.Error()+": it keeps messages with at least one delivery in that status")
 		}
 		status = &v
 	}

@@ -7,14 +7,15 @@ import (
 	"github.com/go-chi/chi/v5"
 	"github.com/jackc/pgx/v5"
 
+	"github.com/heraldhq/herald/internal/deliverystatus"
 	"github.com/heraldhq/herald/replay"
 )
 
 type resendResponse struct {
-	DeliveryID     string `json:"delivery_id"`
-	MessageID      string `json:"message_id"`
-	EndpointID     string `json:"endpoint_id"`
-	PreviousStatus string `json:"previous_status,omitempty"`
+	DeliveryID     string                `json:"delivery_id"`
+	MessageID      string                `json:"message_id"`
+	EndpointID     string                `json:"endpoint_id"`
+	PreviousStatus deliverystatus.Status `json:"previous_status,omitempty"`
 }
 
 // resend is POST /v1/tenants/{tenantID}/messages/{messageID}/endpoints/{endpointID}/resend.

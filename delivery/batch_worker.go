@@ -10,6 +10,8 @@ import (
 	"github.com/google/uuid"
 	"github.com/jackc/pgx/v5"
 	"github.com/riverqueue/river"
+
+	"github.com/heraldhq/herald/internal/deliverystatus"
 )
 
 // BatchWorker is the River worker of BatchArgs: it makes the first attempt
@@ -64,7 +66,7 @@ func (b *BatchWorker) Work(ctx context.Context, job *river.Job[BatchArgs]) error
 	}
 	var todo []loaded
 	for _, d := range found {
-		if d != nil && d.status == statusPending && d.attemptCount == 0 && d.nextAttemptAt.IsZero() {
+		if d != nil && d.status == deliverystatus.Pending && d.attemptCount == 0 && d.nextAttemptAt.IsZero() {
 			todo = append(todo, *d)
 		}
 	}

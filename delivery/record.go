@@ -8,13 +8,8 @@ import (
 
 	"github.com/google/uuid"
 	"github.com/jackc/pgx/v5"
-)
 
-// Values of herald.deliveries.status the worker reads and writes.
-const (
-	statusPending   = "pending"
-	statusSucceeded = "succeeded"
-	statusFailed    = "failed"
+	"github.com/heraldhq/herald/internal/deliverystatus"
 )
 
 // maxRecordTries bounds how often recording an attempt decides again
@@ -24,7 +19,7 @@ const maxRecordTries = 3
 
 // progress is the part of a delivery an attempt's outcome depends on.
 type progress struct {
-	status       string
+	status       deliverystatus.Status
 	attemptCount int
 	firstAttempt *time.Time
 }
@@ -179,7 +174,7 @@ func (w *Worker) recordAs(ctx context.Context, d loaded, p progress, trigger Tri
 	if tag.RowsAffected() == 0 {
 		return time.Time{}, false, nil
 	}
-	stopped, err := w.applyHealth(ctx, tx, d, o, s.status == statusFailed, ended)
+	stopped, err := w.applyHealth(ctx, tx, d, o, s.status == deliverystatus.Failed, ended)
 	if err != nil {
 		return time.Time{}, false, err
 	}
@@ -204,7 +199,7 @@ type retryFunc func(ctx context.Context, tx pgx.Tx) error
 
 // settlement is a delivery's state after an attempt.
 type settlement struct {
-	status    string
+	status    deliverystatus.Status
 	next      *time.Time // the retry, nil when none
 	completed *time.Time // nil keeps the recorded completion time
 }
@@ -212,16 +207,16 @@ type settlement struct {
 // settle says what an outcome does to a delivery that was in status
 // current: a success always counts, but a failure leaves a delivery that
 // something else settled meanwhile (its endpoint was disabled) as it is.
-func settle(current string, o Outcome, ended time.Time) settlement {
+func settle(current deliverystatus.Status, o Outcome, ended time.Time) settlement {
 	switch {
 	case o.Verdict == Succeeded:
-		return settlement{status: statusSucceeded, completed: &ended}
-	case current != statusPending:
+		return settlement{status: deliverystatus.Succeeded, completed: &ended}
+	case current != deliverystatus.Pending:
 		return settlement{status: current}
 	case o.Verdict == Retry:
-		return settlement{status: statusPending, next: &o.RetryAt}
+		return settlement{status: deliverystatus.Pending, next: &o.RetryAt}
 	default: // Exhausted, EndpointGone
-		return settlement{status: statusFailed, completed: &ended}
+		return settlement{status: deliverystatus.Failed, completed: &ended}
 	}
 }
 

@@ -9,6 +9,8 @@ import (
 
 	"github.com/google/uuid"
 	"github.com/jackc/pgx/v5"
+
+	"github.com/heraldhq/herald/internal/deliverystatus"
 )
 
 // success is a successful attempt waiting to be recorded with others.
@@ -81,7 +83,7 @@ func (w *Worker) recordSuccesses(ctx context.Context, batch []success) ([]bool, 
 			return nil, fmt.Errorf("attempt headers: %w", err)
 		}
 		deliveryIDs = append(deliveryIDs, s.d.id)
-		seenStatus = append(seenStatus, statusPending)
+		seenStatus = append(seenStatus, string(deliverystatus.Pending))
 		seenCounts = append(seenCounts, s.d.attemptCount)
 		started = append(started, s.a.startedAt)
 		ended = append(ended, s.a.startedAt.Add(s.a.duration))

@@ -16,6 +16,7 @@ import (
 	"github.com/riverqueue/river"
 
 	"github.com/heraldhq/herald/health"
+	"github.com/heraldhq/herald/internal/deliverystatus"
 	"github.com/heraldhq/herald/internal/ratelimit"
 	"github.com/heraldhq/herald/internal/version"
 	"github.com/heraldhq/herald/schedule"
@@ -217,7 +218,7 @@ func (w *Worker) Work(ctx context.Context, job *river.Job[Args]) error {
 	if err != nil {
 		return err
 	}
-	if d.status != statusPending {
+	if d.status != deliverystatus.Pending {
 		return nil
 	}
 	now := w.now()

@@ -11,15 +11,8 @@ import (
 	"github.com/riverqueue/river"
 
 	"github.com/heraldhq/herald/delivery"
+	"github.com/heraldhq/herald/internal/deliverystatus"
 	"github.com/heraldhq/herald/outbox"
-)
-
-// Values of herald.deliveries.status set at fan-out.
-const (
-	statusPending = "pending"
-	// statusSkipped marks a message's delivery to an endpoint that was
-	// disabled at fan-out; a replay after re-enabling it finds the row.
-	statusSkipped = "skipped"
 )
 
 // fanOutLoop drains the outbox until ctx ends: it runs fan-out
@@ -217,10 +210,10 @@ func createDeliveries(ctx context.Context, tx pgx.Tx, batch claimed, groups *job
 	}
 	var (
 		id, endpointID uuid.UUID
-		status         string
+		status         deliverystatus.Status
 	)
 	n, err := pgx.ForEachRow(rows, []any{&id, &endpointID, &status}, func() error {
-		if status == statusPending {
+		if status == deliverystatus.Pending {
 			groups.add(endpointID, id)
 		}
 		return nil
@@ -313,15 +306,15 @@ func claim(ctx context.Context, tx pgx.Tx, limit int) (claimed, error) {
 		if err != nil {
 			return fmt.Errorf("delivery id: %w", err)
 		}
-		status := statusPending
+		status := deliverystatus.Pending
 		if !enabled {
-			status = statusSkipped
+			status = deliverystatus.Skipped
 		}
 		b.ids = append(b.ids, id)
 		b.messageIDs = append(b.messageIDs, messageID)
 		b.endpointIDs = append(b.endpointIDs, *endpointID)
 		b.tenantIDs = append(b.tenantIDs, tenantID)
-		b.statuses = append(b.statuses, status)
+		b.statuses = append(b.statuses, string(status))
 		return nil
 	})
 	if err != nil {

@@ -15,14 +15,12 @@ import (
 	"github.com/google/uuid"
 	"github.com/jackc/pgx/v5"
 
+	"github.com/heraldhq/herald/internal/deliverystatus"
 	"github.com/heraldhq/herald/internal/page"
 )
 
 // logPageSize is how many messages one page of the delivery log shows.
 const logPageSize = 25
-
-// deliveryStatuses are the values of deliveries.status, for the filter.
-var deliveryStatuses = []string{"pending", "succeeded", "failed", "cancelled", "skipped"}
 
 // logPeriods are the choices of the log's time filter; the empty value
 // reaches back without limit.
@@ -82,7 +80,7 @@ func (f logFilter) query(after string) string {
 
 type logPage struct {
 	Filter     logFilter
-	Statuses   []string
+	Statuses   []deliverystatus.Status
 	EventTypes []string
 	Endpoints  []endpointView
 	Periods    []option
@@ -98,8 +96,10 @@ func (p *Portal) messageLog(w http.ResponseWriter, r *http.Request, s *session) 
 	if f.Period == "" {
 		f.Period = defaultLogPeriod
 	}
-	if f.Status != "" && !slices.Contains(deliveryStatuses, f.Status) {
-		return badRequest(fmt.Sprintf("The status filter must be one of %s; got %q.", strings.Join(deliveryStatuses, ", "), f.Status))
+	if f.Status != "" {
+		if _, err := deliverystatus.Parse(f.Status); err != nil {
+			return badRequest("The status filter is wrong: " + err.Error() + ".")
+		}
 	}
 	var endpointID *uuid.UUID
 	if f.Endpoint != "" {
@@ -110,7 +110,7 @@ func (p *Portal) messageLog(w http.ResponseWriter, r *http.Request, s *session) 
 		endpointID = &id
 	}
 	var since *time.Time
-	data := logPage{Filter: f, Statuses: deliveryStatuses}
+	data := logPage{Filter: f, Statuses: deliverystatus.All()}
 	found := false
 	for _, period := range logPeriods {
 		data.Periods = append(data.Periods, option{Value: period.Value, Label: period.Label, Selected: period.Value == f.Period})

@@ -12,6 +12,7 @@ import (
 	"github.com/riverqueue/river/rivertype"
 
 	"github.com/heraldhq/herald/delivery"
+	"github.com/heraldhq/herald/internal/deliverystatus"
 )
 
 // Inserter queues River jobs in a transaction; *river.Client[pgx.Tx] is one.
@@ -37,7 +38,7 @@ type Resent struct {
 	DeliveryID uuid.UUID
 	// PreviousStatus is the delivery's status before the resend; empty when
 	// the message had never been delivered to the endpoint.
-	PreviousStatus string
+	PreviousStatus deliverystatus.Status
 }
 
 // ResendTx queues one new attempt of message to endpoint in tx, recorded
@@ -76,7 +77,7 @@ func ResendTx(ctx context.Context, tx pgx.Tx, jobs Inserter, messageID, endpoint
 	if err != nil && !errors.Is(err, pgx.ErrNoRows) {
 		return fail(err)
 	}
-	if r.PreviousStatus == "pending" {
+	if r.PreviousStatus == deliverystatus.Pending {
 		return fail(ErrPending)
 	}
 	if err := tx.QueryRow(ctx, requeueDelivery, newID, messageID, endpointID, tenantID).Scan(&r.DeliveryID); err != nil {
