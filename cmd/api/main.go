@@ -21,6 +21,7 @@ import (
 	"github.com/heraldhq/herald/api"
 	"github.com/heraldhq/herald/internal/auth"
 	"github.com/heraldhq/herald/internal/config"
+	"github.com/heraldhq/herald/internal/database"
 	"github.com/heraldhq/herald/internal/secretbox"
 	"github.com/heraldhq/herald/internal/ssrf"
 	"github.com/heraldhq/herald/portal"
@@ -90,7 +91,7 @@ func run(args []string) error {
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
 
-	pool, err := s.db.Open(ctx, logger)
+	pool, err := database.OpenMigrated(ctx, database.Config{URL: s.db.URL, MaxConns: int32(s.db.MaxConns), Migrate: s.db.Migrate, Logger: logger})
 	if err != nil {
 		return err
 	}

@@ -22,6 +22,7 @@ import (
 	"github.com/heraldhq/herald/delivery"
 	"github.com/heraldhq/herald/dispatcher"
 	"github.com/heraldhq/herald/health"
+	"github.com/heraldhq/herald/internal/database"
 	"github.com/heraldhq/herald/internal/secretbox"
 	"github.com/heraldhq/herald/store"
 )
@@ -75,7 +76,7 @@ func run(args []string) error {
 		stop() // a second signal ends the process at once
 	}()
 
-	pool, err := s.db.Open(ctx, logger)
+	pool, err := database.OpenMigrated(ctx, database.Config{URL: s.db.URL, MaxConns: int32(s.db.MaxConns), Migrate: s.db.Migrate, Logger: logger})
 	if err != nil {
 		return err
 	}

@@ -1,20 +1,13 @@
 // Package config holds the settings Herald's programs share, read from flags
-// with environment-variable fallbacks, and the common start-up step that
-// turns them into a migrated connection pool.
+// with environment-variable fallbacks.
 package config
 
 import (
-	"context"
 	"flag"
-	"fmt"
-	"log/slog"
 	"os"
 	"strconv"
 
-	"github.com/jackc/pgx/v5/pgxpool"
-
 	"github.com/heraldhq/herald/internal/database"
-	"github.com/heraldhq/herald/migrations"
 )
 
 // Database is the database part of a program's configuration.
@@ -36,28 +29,6 @@ func (d *Database) Register(fs *flag.FlagSet) {
 	fs.StringVar(&d.URL, "database-url", Env(database.EnvURL, database.DefaultURL), "Postgres URL (env "+database.EnvURL+")")
 	fs.BoolVar(&d.Migrate, "migrate", EnvBool("HERALD_MIGRATE", true), "create the database if missing and apply migrations on start (env HERALD_MIGRATE)")
 	fs.IntVar(&d.MaxConns, "max-conns", EnvInt("HERALD_MAX_CONNS", d.MaxConns), "maximum database connections; 0 means max(4, CPUs) (env HERALD_MAX_CONNS)")
-}
-
-// Open connects and, when Migrate is set, creates the database if needed and
-// applies migrations.
-func (d *Database) Open(ctx context.Context, logger *slog.Logger) (*pgxpool.Pool, error) {
-	pool, err := database.Open(ctx, d.URL, database.Options{MaxConns: int32(d.MaxConns), CreateDatabase: d.Migrate})
-	if err != nil {
-		return nil, err
-	}
-	if !d.Migrate {
-		if err := migrations.Check(ctx, pool); err != nil {
-			pool.Close()
-			return nil, fmt.Errorf("%w (run once with --migrate)", err)
-		}
-		return pool, nil
-	}
-	if err := migrations.Apply(ctx, pool); err != nil {
-		pool.Close()
-		return nil, err
-	}
-	logger.Info("database ready", "migrations", "applied")
-	return pool, nil
 }
 
 // Env returns the environment variable name, or def when it is unset or empty.

@@ -1,6 +1,7 @@
 // Package database opens Herald's connection pool: it reads the DSN, creates
 // the database when it does not exist yet, and turns the ways Postgres can be
-// unreachable into one-line errors that say what to do.
+// unreachable into one-line errors that say what to do. [OpenMigrated] is
+// the programs' start-up step: a pool whose schema is current.
 package database
 
 import (
