@@ -14,16 +14,14 @@ import (
 	"errors"
 	"flag"
 	"fmt"
-	"log/slog"
 	"os"
 	"os/signal"
 	"syscall"
 
+	"github.com/heraldhq/herald/cmd/internal/flagenv"
 	"github.com/heraldhq/herald/delivery"
 	"github.com/heraldhq/herald/dispatcher"
 	"github.com/heraldhq/herald/health"
-	"github.com/heraldhq/herald/internal/database"
-	"github.com/heraldhq/herald/internal/secretbox"
 	"github.com/heraldhq/herald/store"
 )
 
@@ -35,7 +33,7 @@ func main() {
 }
 
 func run(args []string) error {
-	fs := flag.NewFlagSet("dispatcher", flag.ContinueOnError)
+	fs := flagenv.New("dispatcher")
 	fs.Usage = func() {
 		fmt.Fprintf(fs.Output(), "Usage: dispatcher [flags]\n\nDrains Herald's outbox and delivers webhooks until SIGINT or SIGTERM. It creates\nthe database if missing and applies migrations on start unless --migrate=false.\nEndpoint secrets are decrypted with the key in HERALD_SECRET_KEY (32 random\nbytes in base64). Every flag falls back to the environment variable it names.\n\nFlags:\n")
 		fs.PrintDefaults()
@@ -51,16 +49,13 @@ func run(args []string) error {
 	if err := s.check(); err != nil {
 		return err
 	}
-	logger, err := newLogger(s.logFormat)
-	if err != nil {
-		return err
-	}
+	logger := s.logFormat.Logger()
 	s.health.Logger = logger
 	tracker, err := health.New(s.health)
 	if err != nil {
 		return err
 	}
-	box, err := secretbox.FromEnv()
+	box, err := flagenv.SecretBox()
 	if err != nil {
 		return err
 	}
@@ -76,7 +71,7 @@ func run(args []string) error {
 		stop() // a second signal ends the process at once
 	}()
 
-	pool, err := database.OpenMigrated(ctx, database.Config{URL: s.db.URL, MaxConns: int32(s.db.MaxConns), Migrate: s.db.Migrate, Logger: logger})
+	pool, err := s.db.Open(ctx, logger)
 	if err != nil {
 		return err
 	}
@@ -109,14 +104,4 @@ func run(args []string) error {
 		logger.Info("SSRF guard lets these blocked ranges through", "allow_cidrs", allowed)
 	}
 	return d.Run(ctx)
-}
-
-func newLogger(format string) (*slog.Logger, error) {
-	switch format {
-	case "text":
-		return slog.New(slog.NewTextHandler(os.Stderr, nil)), nil
-	case "json":
-		return slog.New(slog.NewJSONHandler(os.Stderr, nil)), nil
-	}
-	return nil, fmt.Errorf("--log-format must be text or json, got %q", format)
 }

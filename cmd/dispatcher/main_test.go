@@ -17,6 +17,7 @@ import (
 	"github.com/jackc/pgx/v5/pgxpool"
 	"github.com/stretchr/testify/require"
 
+	"github.com/heraldhq/herald/dispatcher"
 	"github.com/heraldhq/herald/internal/database"
 	"github.com/heraldhq/herald/internal/pgtest"
 	"github.com/heraldhq/herald/internal/secretbox"
@@ -225,6 +226,13 @@ func TestBadSettingsAreNamed(t *testing.T) {
 	}{
 		{env: []string{"HERALD_DELIVERY_TIMEOUT=soon"}, want: `HERALD_DELIVERY_TIMEOUT="soon" is not a duration`},
 		{env: []string{"HERALD_WORKERS=many"}, want: `HERALD_WORKERS="many" is not a whole number`},
+		{env: []string{"HERALD_WORKERS=abc"}, want: `HERALD_WORKERS="abc" is not a whole number`},
+		{env: []string{"HERALD_MAX_CONNS=lots"}, want: `HERALD_MAX_CONNS="lots" is not a whole number`},
+		{env: []string{"HERALD_MIGRATE=maybe"}, want: `HERALD_MIGRATE="maybe" is not true or false`},
+		{env: []string{"HERALD_LOG_FORMAT=xml"}, want: `HERALD_LOG_FORMAT="xml": want text or json`},
+		{env: []string{"HERALD_DISABLE_AFTER=soon"}, want: `HERALD_DISABLE_AFTER="soon" is not a duration`},
+		{env: []string{"HERALD_RETRY_WINDOW=3d"}, want: `HERALD_RETRY_WINDOW="3d" is not a duration; write it like 15s, 3m or 72h`},
+		{args: []string{"--log-format", "xml"}, want: `invalid value "xml" for flag -log-format: want text or json`},
 		{args: []string{"--workers", "0"}, want: "--workers must be at least 1"},
 		{args: []string{"--timeout", "2m"}, want: "RescueStuckJobsAfter (3s) must exceed the job timeout (4m0s"},
 		{env: []string{"HERALD_SECRET_KEY="}, want: "HERALD_SECRET_KEY is empty"},
@@ -245,10 +253,14 @@ func TestBadSettingsAreNamed(t *testing.T) {
 
 func TestHelpListsEverySetting(t *testing.T) {
 	t.Parallel()
-	out, err := exec.Command(binary, "--help").CombinedOutput()
+	help := exec.Command(binary, "--help")
+	help.Env = append(os.Environ(), "HERALD_DATABASE_URL=postgres://herald:hunter2@db.internal/herald", "HERALD_WORKERS=7")
+	out, err := help.CombinedOutput()
 	require.NoError(t, err, "--help exits 0")
+	require.NotContains(t, string(out), "hunter2", "--help shows defaults, never the environment's values")
+	require.Contains(t, string(out), fmt.Sprintf("(env HERALD_WORKERS) (default %d)", dispatcher.DefaultWorkers))
 	for _, want := range []string{
-		"HERALD_DATABASE_URL", "HERALD_WORKERS", "HERALD_BATCH_SIZE", "HERALD_POLL_INTERVAL", "HERALD_DELIVERY_TIMEOUT",
+		"HERALD_DATABASE_URL", "HERALD_MIGRATE", "HERALD_MAX_CONNS", "HERALD_LOG_FORMAT", "HERALD_WORKERS", "HERALD_BATCH_SIZE", "HERALD_POLL_INTERVAL", "HERALD_DELIVERY_TIMEOUT",
 		"HERALD_MAX_INFLIGHT_PER_ENDPOINT", "HERALD_RESCUE_STUCK_AFTER", "HERALD_SHUTDOWN_GRACE", "HERALD_RETRY_BASE",
 		"HERALD_RETRY_CAP", "HERALD_RETRY_WINDOW", "HERALD_MAX_RETRY_AFTER", "HERALD_ALLOW_CIDRS", "HERALD_SECRET_KEY",
 		"HERALD_DISABLE_AFTER", "HERALD_FAILING_WARNING_AFTER", "HERALD_OPS_TENANT",

@@ -2,23 +2,20 @@ package main
 
 import (
 	"errors"
-	"flag"
 	"fmt"
-	"os"
-	"strconv"
 	"time"
 
+	"github.com/heraldhq/herald/cmd/internal/flagenv"
 	"github.com/heraldhq/herald/delivery"
 	"github.com/heraldhq/herald/dispatcher"
 	"github.com/heraldhq/herald/health"
-	"github.com/heraldhq/herald/internal/config"
 	"github.com/heraldhq/herald/internal/ssrf"
 	"github.com/heraldhq/herald/schedule"
 )
 
 // settings are the dispatcher's flags.
 type settings struct {
-	db            config.Database
+	db            flagenv.Database
 	ssrf          ssrf.Config
 	health        health.Config
 	workers       int
@@ -29,45 +26,64 @@ type settings struct {
 	rescueAfter   time.Duration
 	shutdownGrace time.Duration
 	policy        schedule.Policy
-	logFormat     string
-
-	env envReader
+	logFormat     flagenv.LogFormat
 }
 
-func (s *settings) register(fs *flag.FlagSet) {
-	s.db.MaxConns = dispatcher.DefaultMaxConns
-	s.db.Register(fs)
-	s.ssrf.Register(fs)
-	s.health.Register(fs)
-	e := &s.env
-	fs.IntVar(&s.workers, "workers", e.int("HERALD_WORKERS", dispatcher.DefaultWorkers),
-		"deliveries this process sends at once; sending mostly waits on receivers, so this is large (env HERALD_WORKERS)")
-	fs.IntVar(&s.batchSize, "batch-size", e.int("HERALD_BATCH_SIZE", dispatcher.DefaultBatchSize),
-		"messages one fan-out claim takes; a fan-out transaction claims again until it has claimed 5,000 messages or made 5,000 deliveries, or the outbox is empty (env HERALD_BATCH_SIZE)")
-	fs.DurationVar(&s.pollInterval, "poll-interval", e.duration("HERALD_POLL_INTERVAL", dispatcher.DefaultPollInterval),
-		"how often to look for new messages when no notification arrived; due delivery jobs are looked for every 100 ms, or this often if shorter (env HERALD_POLL_INTERVAL)")
-	fs.DurationVar(&s.timeout, "timeout", e.duration("HERALD_DELIVERY_TIMEOUT", delivery.DefaultTimeout),
-		"time limit of one delivery attempt, from connecting to reading the response (env HERALD_DELIVERY_TIMEOUT)")
-	fs.IntVar(&s.maxInflight, "max-inflight-per-endpoint", e.int("HERALD_MAX_INFLIGHT_PER_ENDPOINT", delivery.DefaultMaxInflightPerEndpoint),
-		"attempts to one endpoint this process runs at once; more wait without holding a worker (env HERALD_MAX_INFLIGHT_PER_ENDPOINT)")
-	fs.DurationVar(&s.rescueAfter, "rescue-stuck-after", e.duration("HERALD_RESCUE_STUCK_AFTER", dispatcher.DefaultRescueStuckJobsAfter),
-		"run a delivery again when its dispatcher has not finished it after this long (it died); must exceed twice --timeout (env HERALD_RESCUE_STUCK_AFTER)")
-	fs.DurationVar(&s.shutdownGrace, "shutdown-grace", e.duration("HERALD_SHUTDOWN_GRACE", dispatcher.DefaultShutdownGrace),
-		"on SIGTERM, how long attempts in flight may finish before they are cancelled (env HERALD_SHUTDOWN_GRACE)")
-	fs.DurationVar(&s.policy.Base, "retry-base", e.duration("HERALD_RETRY_BASE", schedule.DefaultBase),
-		"upper bound of the first retry's random delay; each retry doubles it (env HERALD_RETRY_BASE)")
-	fs.DurationVar(&s.policy.Cap, "retry-cap", e.duration("HERALD_RETRY_CAP", schedule.DefaultCap),
-		"largest upper bound of a retry's random delay (env HERALD_RETRY_CAP)")
-	fs.DurationVar(&s.policy.Window, "retry-window", e.duration("HERALD_RETRY_WINDOW", schedule.DefaultWindow),
-		"how long after its first attempt a delivery keeps being retried before it fails (env HERALD_RETRY_WINDOW)")
-	fs.DurationVar(&s.policy.MaxRetryAfter, "max-retry-after", e.duration("HERALD_MAX_RETRY_AFTER", schedule.DefaultMaxRetryAfter),
-		"longest wait a receiver's Retry-After can impose; negative ignores Retry-After (env HERALD_MAX_RETRY_AFTER)")
-	fs.StringVar(&s.logFormat, "log-format", config.Env("HERALD_LOG_FORMAT", "text"), "log format: text or json (env HERALD_LOG_FORMAT)")
+func (s *settings) register(fs *flagenv.FlagSet) {
+	fs.DatabaseVar(&s.db, dispatcher.DefaultMaxConns)
+	fs.SSRFVar(&s.ssrf)
+
+	fs.DurationVar(&s.health.DisableAfter, "disable-after", health.DefaultDisableAfter,
+		"disable an endpoint that has failed this long without a success; negative never disables")
+	fs.Env("disable-after", "HERALD_DISABLE_AFTER")
+	fs.DurationVar(&s.health.WarnAfter, "failing-warning-after", health.DefaultWarnAfter,
+		"publish endpoint.failing once an endpoint has failed this long; negative never warns")
+	fs.Env("failing-warning-after", "HERALD_FAILING_WARNING_AFTER")
+	fs.StringVar(&s.health.OpsTenant, "ops-tenant", health.DefaultOpsTenant,
+		"tenant that receives operational events (endpoint.failing, endpoint.disabled, endpoint.recovered, delivery.exhausted)")
+	fs.Env("ops-tenant", "HERALD_OPS_TENANT")
+
+	fs.IntVar(&s.workers, "workers", dispatcher.DefaultWorkers,
+		"deliveries this process sends at once; sending mostly waits on receivers, so this is large")
+	fs.Env("workers", "HERALD_WORKERS")
+	fs.IntVar(&s.batchSize, "batch-size", dispatcher.DefaultBatchSize,
+		"messages one fan-out claim takes (see dispatcher.Config.BatchSize)")
+	fs.Env("batch-size", "HERALD_BATCH_SIZE")
+	fs.DurationVar(&s.pollInterval, "poll-interval", dispatcher.DefaultPollInterval,
+		"how often to look for new messages when no notification arrived (see dispatcher.Config.PollInterval)")
+	fs.Env("poll-interval", "HERALD_POLL_INTERVAL")
+	fs.DurationVar(&s.timeout, "timeout", delivery.DefaultTimeout,
+		"time limit of one delivery attempt, from connecting to reading the response")
+	fs.Env("timeout", "HERALD_DELIVERY_TIMEOUT")
+	fs.IntVar(&s.maxInflight, "max-inflight-per-endpoint", delivery.DefaultMaxInflightPerEndpoint,
+		"attempts to one endpoint this process runs at once; more wait without holding a worker")
+	fs.Env("max-inflight-per-endpoint", "HERALD_MAX_INFLIGHT_PER_ENDPOINT")
+	fs.DurationVar(&s.rescueAfter, "rescue-stuck-after", dispatcher.DefaultRescueStuckJobsAfter,
+		"run a delivery again when its dispatcher has not finished it after this long (it died); must exceed twice --timeout")
+	fs.Env("rescue-stuck-after", "HERALD_RESCUE_STUCK_AFTER")
+	fs.DurationVar(&s.shutdownGrace, "shutdown-grace", dispatcher.DefaultShutdownGrace,
+		"on SIGTERM, how long attempts in flight may finish before they are cancelled")
+	fs.Env("shutdown-grace", "HERALD_SHUTDOWN_GRACE")
+
+	fs.DurationVar(&s.policy.Base, "retry-base", schedule.DefaultBase,
+		"upper bound of the first retry's random delay; each retry doubles it")
+	fs.Env("retry-base", "HERALD_RETRY_BASE")
+	fs.DurationVar(&s.policy.Cap, "retry-cap", schedule.DefaultCap,
+		"largest upper bound of a retry's random delay")
+	fs.Env("retry-cap", "HERALD_RETRY_CAP")
+	fs.DurationVar(&s.policy.Window, "retry-window", schedule.DefaultWindow,
+		"how long after its first attempt a delivery keeps being retried before it fails")
+	fs.Env("retry-window", "HERALD_RETRY_WINDOW")
+	fs.DurationVar(&s.policy.MaxRetryAfter, "max-retry-after", schedule.DefaultMaxRetryAfter,
+		"longest wait a receiver's Retry-After can impose; negative ignores Retry-After")
+	fs.Env("max-retry-after", "HERALD_MAX_RETRY_AFTER")
+
+	fs.LogFormatVar(&s.logFormat)
 }
 
-// check reports malformed environment values and settings out of range.
+// check reports settings out of range.
 func (s *settings) check() error {
-	errs := s.env.errs
+	var errs []error
 	positive := []struct {
 		flag  string
 		value time.Duration
@@ -90,36 +106,4 @@ func (s *settings) check() error {
 		}
 	}
 	return errors.Join(errs...)
-}
-
-// envReader reads flag defaults from the environment and keeps the values
-// it could not parse, so that a typo is reported instead of ignored.
-type envReader struct {
-	errs []error
-}
-
-func (e *envReader) int(name string, def int) int {
-	v := os.Getenv(name)
-	if v == "" {
-		return def
-	}
-	n, err := strconv.Atoi(v)
-	if err != nil {
-		e.errs = append(e.errs, fmt.Errorf("%s=%q is not a whole number", name, v))
-		return def
-	}
-	return n
-}
-
-func (e *envReader) duration(name string, def time.Duration) time.Duration {
-	v := os.Getenv(name)
-	if v == "" {
-		return def
-	}
-	d, err := time.ParseDuration(v)
-	if err != nil {
-		e.errs = append(e.errs, fmt.Errorf("%s=%q is not a duration; write it like 15s, 3m or 72h", name, v))
-		return def
-	}
-	return d
 }
