@@ -19,10 +19,8 @@ import (
 	"time"
 
 	"github.com/heraldhq/herald/api"
+	"github.com/heraldhq/herald/cmd/internal/flagenv"
 	"github.com/heraldhq/herald/internal/auth"
-	"github.com/heraldhq/herald/internal/config"
-	"github.com/heraldhq/herald/internal/database"
-	"github.com/heraldhq/herald/internal/secretbox"
 	"github.com/heraldhq/herald/internal/ssrf"
 	"github.com/heraldhq/herald/portal"
 	"github.com/heraldhq/herald/store"
@@ -35,33 +33,48 @@ func main() {
 	}
 }
 
+// Defaults of the api's own settings.
+const (
+	// defaultAddr is --addr's default: every interface, port 8080.
+	defaultAddr = ":8080"
+	// defaultPublicURL is --public-url's default, right for a browser on
+	// the same machine.
+	defaultPublicURL = "http://localhost:8080"
+	// defaultShutdownTimeout is --shutdown-timeout's default.
+	defaultShutdownTimeout = 15 * time.Second
+)
+
 // settings are the api's flags.
 type settings struct {
-	db              config.Database
+	db              flagenv.Database
 	ssrf            ssrf.Config
 	addr            string
 	publicURL       string
 	bootstrapKey    string
 	maxBodyBytes    int64
 	shutdownTimeout time.Duration
-	logFormat       string
+	logFormat       flagenv.LogFormat
 }
 
-func (s *settings) register(fs *flag.FlagSet) {
-	s.db.Register(fs)
-	s.ssrf.Register(fs)
-	fs.StringVar(&s.addr, "addr", config.Env("HERALD_API_ADDR", ":8080"), "address to listen on (env HERALD_API_ADDR)")
-	fs.StringVar(&s.publicURL, "public-url", config.Env("HERALD_PUBLIC_URL", "http://localhost:8080"), "URL clients reach this API at, used in portal links (env HERALD_PUBLIC_URL)")
-	fs.StringVar(&s.bootstrapKey, "bootstrap-key", "", "an operator API key (hk_…) to create on start if it does not exist; empty means the env HERALD_BOOTSTRAP_API_KEY, and none when that is empty too")
-	fs.Int64Var(&s.maxBodyBytes, "max-body-bytes", int64(config.EnvInt("HERALD_MAX_BODY_BYTES", api.DefaultMaxBodyBytes)), "largest request body accepted (env HERALD_MAX_BODY_BYTES)")
-	fs.DurationVar(&s.shutdownTimeout, "shutdown-timeout", 15*time.Second, "how long in-flight requests may finish after SIGTERM")
-	fs.StringVar(&s.logFormat, "log-format", config.Env("HERALD_LOG_FORMAT", "text"), "log format: text or json (env HERALD_LOG_FORMAT)")
+func (s *settings) register(fs *flagenv.FlagSet) {
+	fs.DatabaseVar(&s.db, 0) // 0: pgxpool's default, max(4, CPUs)
+	fs.SSRFVar(&s.ssrf)
+	fs.StringVar(&s.addr, "addr", defaultAddr, "address to listen on")
+	fs.Env("addr", "HERALD_API_ADDR")
+	fs.StringVar(&s.publicURL, "public-url", defaultPublicURL, "URL clients reach this API at, used in portal links")
+	fs.Env("public-url", "HERALD_PUBLIC_URL")
+	fs.StringVar(&s.bootstrapKey, "bootstrap-key", "", "an operator API key (hk_…) to create on start if it does not exist; empty creates none")
+	fs.Env("bootstrap-key", "HERALD_BOOTSTRAP_API_KEY")
+	fs.Int64Var(&s.maxBodyBytes, "max-body-bytes", api.DefaultMaxBodyBytes, "largest request body accepted")
+	fs.Env("max-body-bytes", "HERALD_MAX_BODY_BYTES")
+	fs.DurationVar(&s.shutdownTimeout, "shutdown-timeout", defaultShutdownTimeout, "how long in-flight requests may finish after SIGTERM")
+	fs.LogFormatVar(&s.logFormat)
 }
 
 func run(args []string) error {
-	fs := flag.NewFlagSet("api", flag.ContinueOnError)
+	fs := flagenv.New("api")
 	fs.Usage = func() {
-		fmt.Fprintf(fs.Output(), "Usage: api [flags]\n\nServes Herald's management API on --addr. It creates the database if missing\nand applies migrations on start unless --migrate=false. Endpoint secrets are\nencrypted under the key in HERALD_SECRET_KEY (32 random bytes in base64).\n\nFlags:\n")
+		fmt.Fprintf(fs.Output(), "Usage: api [flags]\n\nServes Herald's management API on --addr. It creates the database if missing\nand applies migrations on start unless --migrate=false. Endpoint secrets are\nencrypted under the key in HERALD_SECRET_KEY (32 random bytes in base64).\nEvery flag but --shutdown-timeout falls back to the environment variable it\nnames.\n\nFlags:\n")
 		fs.PrintDefaults()
 	}
 	var s settings
@@ -72,15 +85,8 @@ func run(args []string) error {
 		}
 		return err
 	}
-	if s.bootstrapKey == "" {
-		// Read here rather than as the flag's default, so --help never prints it.
-		s.bootstrapKey = os.Getenv("HERALD_BOOTSTRAP_API_KEY")
-	}
-	logger, err := newLogger(s.logFormat)
-	if err != nil {
-		return err
-	}
-	box, err := secretbox.FromEnv()
+	logger := s.logFormat.Logger()
+	box, err := flagenv.SecretBox()
 	if err != nil {
 		return err
 	}
@@ -91,7 +97,7 @@ func run(args []string) error {
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
 
-	pool, err := database.OpenMigrated(ctx, database.Config{URL: s.db.URL, MaxConns: int32(s.db.MaxConns), Migrate: s.db.Migrate, Logger: logger})
+	pool, err := s.db.Open(ctx, logger)
 	if err != nil {
 		return err
 	}
@@ -158,14 +164,4 @@ func serve(ctx context.Context, logger *slog.Logger, s settings, handler http.Ha
 		return fmt.Errorf("shutdown: %w", err)
 	}
 	return nil
-}
-
-func newLogger(format string) (*slog.Logger, error) {
-	switch format {
-	case "text":
-		return slog.New(slog.NewTextHandler(os.Stderr, nil)), nil
-	case "json":
-		return slog.New(slog.NewJSONHandler(os.Stderr, nil)), nil
-	}
-	return nil, fmt.Errorf("--log-format must be text or json, got %q", format)
 }

@@ -1,0 +1,172 @@
+package main
+
+import (
+	"bufio"
+	"encoding/json"
+	"fmt"
+	"io"
+	"net/http"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/require"
+
+	"github.com/heraldhq/herald/api"
+	"github.com/heraldhq/herald/internal/pgtest"
+	"github.com/heraldhq/herald/internal/secretbox"
+)
+
+// binary is the api built from this package, once per test run.
+var binary string
+
+func TestMain(m *testing.M) {
+	dir, err := os.MkdirTemp("", "herald-api-test")
+	if err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		os.Exit(1)
+	}
+	binary = filepath.Join(dir, "api")
+	build := exec.Command("go", "build", "-o", binary, ".")
+	build.Stdout, build.Stderr = os.Stderr, os.Stderr
+	if err := build.Run(); err != nil {
+		fmt.Fprintln(os.Stderr, "build the api:", err)
+		os.Exit(1)
+	}
+	code := m.Run()
+	_ = os.RemoveAll(dir)
+	os.Exit(code)
+}
+
+// bootstrapKey is the operator key the tests give the api through
+// HERALD_BOOTSTRAP_API_KEY.
+const bootstrapKey = "hk_test_0123456789abcdefghijklmnopqrstuvwxyz"
+
+// command is the api on a fresh migrated database, configured through the
+// environment as a deployment would.
+func command(t *testing.T, env []string, args ...string) *exec.Cmd {
+	t.Helper()
+	cmd := exec.Command(binary, args...)
+	cmd.Env = append(os.Environ(),
+		"HERALD_DATABASE_URL="+pgtest.NewDatabase(t, pgtest.Herald),
+		"HERALD_SECRET_KEY="+secretbox.Generate(),
+		"HERALD_MIGRATE=false",
+		"HERALD_API_ADDR=127.0.0.1:0",
+	)
+	cmd.Env = append(cmd.Env, env...)
+	return cmd
+}
+
+func TestBadSettingsAreNamed(t *testing.T) {
+	t.Parallel()
+	for _, tt := range []struct {
+		env  []string
+		args []string
+		want string
+	}{
+		{env: []string{"HERALD_MIGRATE=maybe"}, want: `HERALD_MIGRATE="maybe" is not true or false`},
+		{env: []string{"HERALD_MAX_CONNS=abc"}, want: `HERALD_MAX_CONNS="abc" is not a whole number`},
+		{env: []string{"HERALD_MAX_BODY_BYTES=1MiB"}, want: `HERALD_MAX_BODY_BYTES="1MiB" is not a whole number`},
+		{env: []string{"HERALD_LOG_FORMAT=xml"}, want: `HERALD_LOG_FORMAT="xml": want text or json`},
+		{env: []string{"HERALD_ALLOW_CIDRS=localhost"}, want: `allow-list entry "localhost" is not a CIDR range`},
+		{env: []string{"HERALD_SECRET_KEY="}, want: "HERALD_SECRET_KEY is empty"},
+		{env: []string{"HERALD_BOOTSTRAP_API_KEY=hk_short"}, want: "--bootstrap-key"},
+		{args: []string{"--shutdown-timeout", "soon"}, want: `invalid value "soon" for flag -shutdown-timeout`},
+		{
+			env:  []string{"HERALD_MIGRATE=maybe", "HERALD_MAX_CONNS=abc"},
+			want: "HERALD_MIGRATE=\"maybe\" is not true or false\nHERALD_MAX_CONNS=\"abc\" is not a whole number",
+		},
+	} {
+		out, err := command(t, tt.env, tt.args...).CombinedOutput()
+		var exit *exec.ExitError
+		require.ErrorAs(t, err, &exit, "%v %v: %s", tt.env, tt.args, out)
+		require.Equal(t, 1, exit.ExitCode())
+		require.Contains(t, string(out), tt.want)
+	}
+}
+
+// The api takes its settings from the environment, a flag overrides its
+// variable, and SIGTERM stops it cleanly.
+func TestServesWithSettingsFromTheEnvironment(t *testing.T) {
+	t.Parallel()
+	cmd := command(t, []string{
+		"HERALD_API_ADDR=no-such-host.invalid:1",
+		"HERALD_BOOTSTRAP_API_KEY=" + bootstrapKey,
+		"HERALD_MAX_BODY_BYTES=64",
+		"HERALD_LOG_FORMAT=json",
+	}, "--addr", "127.0.0.1:0")
+	stderr, err := cmd.StderrPipe()
+	require.NoError(t, err)
+	require.NoError(t, cmd.Start())
+	done := make(chan error, 1)
+	go func() { done <- cmd.Wait() }()
+	t.Cleanup(func() { _ = cmd.Process.Kill() })
+	base := "http://" + listeningAddr(t, stderr)
+
+	resp := request(t, "GET", base+"/readyz", "")
+	require.Equal(t, http.StatusOK, resp.StatusCode)
+	resp = request(t, "GET", base+"/v1/tenants", "")
+	require.Equal(t, http.StatusOK, resp.StatusCode, "the key from HERALD_BOOTSTRAP_API_KEY was created")
+	resp = request(t, "POST", base+"/v1/tenants", `{"id":"acme","name":"`+strings.Repeat("a", 100)+`"}`)
+	require.Equal(t, http.StatusRequestEntityTooLarge, resp.StatusCode, "HERALD_MAX_BODY_BYTES caps bodies")
+
+	require.NoError(t, cmd.Process.Signal(syscall.SIGTERM))
+	select {
+	case err := <-done:
+		require.NoError(t, err, "exit status after SIGTERM")
+	case <-time.After(30 * time.Second):
+		t.Fatal("the api did not exit within 30s of SIGTERM")
+	}
+}
+
+func TestHelpListsEverySetting(t *testing.T) {
+	t.Parallel()
+	help := exec.Command(binary, "--help")
+	help.Env = append(os.Environ(), "HERALD_BOOTSTRAP_API_KEY="+bootstrapKey, "HERALD_API_ADDR=127.0.0.1:9999")
+	out, err := help.CombinedOutput()
+	require.NoError(t, err, "--help exits 0")
+	require.NotContains(t, string(out), bootstrapKey, "--help never prints the environment's values")
+	require.Contains(t, string(out), `(env HERALD_API_ADDR) (default ":8080")`)
+	require.Contains(t, string(out), fmt.Sprintf("(env HERALD_MAX_BODY_BYTES) (default %d)", api.DefaultMaxBodyBytes))
+	for _, want := range []string{
+		"HERALD_DATABASE_URL", "HERALD_MIGRATE", "HERALD_MAX_CONNS", "HERALD_ALLOW_CIDRS", "HERALD_API_ADDR",
+		"HERALD_PUBLIC_URL", "HERALD_BOOTSTRAP_API_KEY", "HERALD_MAX_BODY_BYTES", "HERALD_LOG_FORMAT", "HERALD_SECRET_KEY",
+		"-shutdown-timeout",
+	} {
+		require.Contains(t, string(out), want)
+	}
+}
+
+// listeningAddr reads the api's JSON log until it says where it listens,
+// then keeps draining it so the api never blocks on a full pipe.
+func listeningAddr(t *testing.T, log io.Reader) string {
+	t.Helper()
+	lines := bufio.NewScanner(log)
+	for lines.Scan() {
+		var line struct{ Msg, Addr string }
+		if json.Unmarshal(lines.Bytes(), &line) == nil && line.Msg == "api listening" {
+			go func() { _, _ = io.Copy(io.Discard, log) }()
+			return line.Addr
+		}
+		t.Logf("api: %s", lines.Text())
+	}
+	t.Fatalf("the api exited before listening: %v", lines.Err())
+	return ""
+}
+
+func request(t *testing.T, method, url, body string) *http.Response {
+	t.Helper()
+	req, err := http.NewRequest(method, url, strings.NewReader(body))
+	require.NoError(t, err)
+	req.Header.Set("Authorization", "Bearer "+bootstrapKey)
+	req.Header.Set("Content-Type", "application/json")
+	resp, err := http.DefaultClient.Do(req)
+	require.NoError(t, err)
+	_, _ = io.Copy(io.Discard, resp.Body)
+	require.NoError(t, resp.Body.Close())
+	return resp
+}
