@@ -1,13 +1,8 @@
 package health
 
 import (
-	"errors"
-	"flag"
-	"fmt"
 	"log/slog"
 	"time"
-
-	"github.com/heraldhq/herald/internal/config"
 )
 
 // Defaults of [Config].
@@ -43,33 +38,6 @@ type Config struct {
 	// Logger receives a line for every state change. Defaults to
 	// slog.Default().
 	Logger *slog.Logger
-
-	// envErr holds a malformed environment value found by Register; New
-	// reports it.
-	envErr error
-}
-
-// Register adds the endpoint-health flags to fs.
-func (c *Config) Register(fs *flag.FlagSet) {
-	fs.DurationVar(&c.DisableAfter, "disable-after", c.envDuration("HERALD_DISABLE_AFTER", DefaultDisableAfter),
-		"disable an endpoint that has failed this long without a success; negative never disables (env HERALD_DISABLE_AFTER)")
-	fs.DurationVar(&c.WarnAfter, "failing-warning-after", c.envDuration("HERALD_FAILING_WARNING_AFTER", DefaultWarnAfter),
-		"publish endpoint.failing once an endpoint has failed this long; negative never warns (env HERALD_FAILING_WARNING_AFTER)")
-	fs.StringVar(&c.OpsTenant, "ops-tenant", config.Env("HERALD_OPS_TENANT", DefaultOpsTenant),
-		"tenant that receives operational events (endpoint.failing, endpoint.disabled, endpoint.recovered, delivery.exhausted) (env HERALD_OPS_TENANT)")
-}
-
-func (c *Config) envDuration(name string, def time.Duration) time.Duration {
-	v := config.Env(name, "")
-	if v == "" {
-		return def
-	}
-	d, err := time.ParseDuration(v)
-	if err != nil {
-		c.envErr = errors.Join(c.envErr, fmt.Errorf("%s=%q is not a duration; write it like 120h or 30m", name, v))
-		return def
-	}
-	return d
 }
 
 func (c Config) withDefaults() Config {

@@ -41,11 +41,8 @@ type Tracker struct {
 	cfg Config
 }
 
-// New returns a Tracker, or an error naming a malformed setting.
+// New returns a Tracker configured by cfg.
 func New(cfg Config) (*Tracker, error) {
-	if cfg.envErr != nil {
-		return nil, fmt.Errorf("endpoint health: %w", cfg.envErr)
-	}
 	return &Tracker{cfg: cfg.withDefaults()}, nil
 }
 

@@ -3,7 +3,6 @@ package health_test
 import (
 	"context"
 	"encoding/json"
-	"flag"
 	"testing"
 	"time"
 
@@ -279,14 +278,6 @@ func TestOpsTenantEventsAboutItselfAreNotPublished(t *testing.T) {
 	bundle.fail(t, t0)
 	require.True(t, bundle.fail(t, t0.Add(5*day)), "the ops endpoint is disabled like any other")
 	require.Empty(t, opsMessages(t, bundle.pool), "but no event about it feeds back into it")
-}
-
-func TestMalformedEnvironmentIsReported(t *testing.T) {
-	t.Setenv("HERALD_DISABLE_AFTER", "5d")
-	var cfg health.Config
-	cfg.Register(flag.NewFlagSet("test", flag.ContinueOnError))
-	_, err := health.New(cfg)
-	require.ErrorContains(t, err, `HERALD_DISABLE_AFTER="5d" is not a duration`)
 }
 
 func insertDelivery(t *testing.T, pool *pgxpool.Pool, endpoint uuid.UUID, status string) uuid.UUID {
