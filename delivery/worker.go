@@ -169,11 +169,7 @@ func NewWorker(cfg Config) (*Worker, error) {
 		w.userAgent = "Herald/" + version.String()
 	}
 	if w.health == nil {
-		tracker, err := health.New(health.Config{Logger: w.logger})
-		if err != nil {
-			return nil, fmt.Errorf("delivery worker: %w", err)
-		}
-		w.health = tracker
+		w.health = health.New(health.Config{Logger: w.logger})
 	}
 	if w.rateLimiter == nil {
 		limiter := ratelimit.NewLimiter(nil)

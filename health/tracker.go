@@ -42,8 +42,8 @@ type Tracker struct {
 }
 
 // New returns a Tracker configured by cfg.
-func New(cfg Config) (*Tracker, error) {
-	return &Tracker{cfg: cfg.withDefaults()}, nil
+func New(cfg Config) *Tracker {
+	return &Tracker{cfg: cfg.withDefaults()}
 }
 
 // endpointState is an endpoint's health columns.

@@ -28,9 +28,7 @@ type testBundle struct {
 func setup(t *testing.T) *testBundle {
 	t.Helper()
 	pool := pgtest.NewPool(t)
-	tracker, err := health.New(health.Config{})
-	require.NoError(t, err)
-	return &testBundle{pool: pool, tracker: tracker, endpoint: insertEndpoint(t, pool, "acme")}
+	return &testBundle{pool: pool, tracker: health.New(health.Config{}), endpoint: insertEndpoint(t, pool, "acme")}
 }
 
 func insertEndpoint(t *testing.T, pool *pgxpool.Pool, tenant string) uuid.UUID {

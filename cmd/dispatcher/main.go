@@ -51,10 +51,7 @@ func run(args []string) error {
 	}
 	logger := s.logFormat.Logger()
 	s.health.Logger = logger
-	tracker, err := health.New(s.health)
-	if err != nil {
-		return err
-	}
+	tracker := health.New(s.health)
 	box, err := flagenv.SecretBox()
 	if err != nil {
 		return err
