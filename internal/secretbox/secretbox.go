@@ -27,11 +27,11 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
-	"os"
 	"strings"
 )
 
-// EnvKey is the environment variable holding the operator key.
+// EnvKey is the environment variable Herald's programs read the operator
+// key from; errors name it.
 const EnvKey = "HERALD_SECRET_KEY"
 
 // KeySize is the size of an operator key in bytes (AES-256).
@@ -98,11 +98,6 @@ func Parse(encoded string) (*Box, error) {
 	}
 	return nil, fmt.Errorf("%s is not %d bytes in base64 (44 characters) or hex (64 characters); it has %d characters (%s)",
 		EnvKey, KeySize, len(s), howToGenerate)
-}
-
-// FromEnv returns a Box for the key in HERALD_SECRET_KEY.
-func FromEnv() (*Box, error) {
-	return Parse(os.Getenv(EnvKey))
 }
 
 // Generate returns a new random key in standard base64, ready for
