@@ -15,8 +15,8 @@ import (
 	"strings"
 	"syscall"
 
+	"github.com/heraldhq/herald/cmd/internal/flagenv"
 	"github.com/heraldhq/herald/harness/bench"
-	"github.com/heraldhq/herald/internal/config"
 )
 
 func main() {
@@ -33,7 +33,7 @@ const (
 )
 
 func run(args []string) error {
-	fs := flag.NewFlagSet("bench", flag.ContinueOnError)
+	fs := flagenv.New("bench")
 	fs.Usage = func() {
 		fmt.Fprintf(fs.Output(), `Usage: bench [flags]
 
@@ -51,7 +51,7 @@ Scenarios:
 	}
 	var (
 		scenarios  = fs.String("scenarios", "all", "comma-separated scenarios to run, or all")
-		dbURL      = fs.String("database-url", config.Env("HERALD_BENCH_DATABASE_URL", bench.DefaultDatabaseURL), "scratch database, dropped and recreated for every scenario (env HERALD_BENCH_DATABASE_URL)")
+		dbURL      = fs.String("database-url", bench.DefaultDatabaseURL, "scratch database, dropped and recreated for every scenario")
 		mode       = fs.String("dispatcher", modeProcess, "where the dispatcher runs: process (a child process, measured through /proc) or in-process (measured with getrusage, which then includes producers and receivers)")
 		binary     = fs.String("dispatcher-bin", "", "the dispatcher program for --dispatcher=process; defaults to the dispatcher next to this program (make build puts both in bin/)")
 		dispArgs   = fs.String("dispatcher-args", "", "extra space-separated flags for the dispatcher program")
@@ -65,6 +65,7 @@ Scenarios:
 		maxConns   = fs.Int("max-conns", 0, "dispatcher connection pool size, also for the baseline; 0 means the dispatcher's default")
 		cpuProfile = fs.String("cpuprofile", "", "write a CPU profile of the bench process (with --dispatcher=in-process, the dispatcher's too) to this file")
 	)
+	fs.Env("database-url", "HERALD_BENCH_DATABASE_URL")
 	if err := fs.Parse(args); err != nil {
 		if errors.Is(err, flag.ErrHelp) {
 			return nil

@@ -26,8 +26,8 @@ import (
 	"syscall"
 	"time"
 
+	"github.com/heraldhq/herald/cmd/internal/flagenv"
 	"github.com/heraldhq/herald/harness/chaos"
-	"github.com/heraldhq/herald/internal/config"
 	"github.com/heraldhq/herald/internal/database"
 )
 
@@ -43,7 +43,7 @@ var errProblems = errors.New("the run's checks failed (see the problems above)")
 
 func run(args []string, stdout, stderr io.Writer) error {
 	cfg := chaos.Full()
-	fs := flag.NewFlagSet("chaos", flag.ContinueOnError)
+	fs := flagenv.New("chaos")
 	fs.SetOutput(stderr)
 	fs.Usage = func() {
 		fmt.Fprintf(fs.Output(), "Usage: chaos [flags]\n\n"+
@@ -53,8 +53,9 @@ func run(args []string, stdout, stderr io.Writer) error {
 			"committed event was applied exactly once and prints the result.\n\nFlags:\n")
 		fs.PrintDefaults()
 	}
-	url := fs.String("database-url", config.Env(database.EnvURL, database.DefaultURL),
-		"Postgres server to create the chaos_* databases on; its database name is not used (env "+database.EnvURL+")")
+	url := fs.String("database-url", database.DefaultURL,
+		"Postgres server to create the chaos_* databases on; its database name is not used")
+	fs.Env("database-url", database.EnvURL)
 	out := fs.String("out", "", "directory to write output.txt into; empty prints only")
 	postgres := fs.String("postgres", "restart", "the outage: restart (pg_ctlcluster restart of the local cluster, every client of the server included), connections (break only this run's connections, for a shared server) or none")
 	dispatcher := fs.String("dispatcher", "", "cmd/dispatcher binary to run; empty builds it from this checkout")

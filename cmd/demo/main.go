@@ -24,7 +24,7 @@ import (
 	"syscall"
 	"time"
 
-	"github.com/heraldhq/herald/internal/config"
+	"github.com/heraldhq/herald/cmd/internal/flagenv"
 	"github.com/heraldhq/herald/signing"
 )
 
@@ -36,6 +36,20 @@ func main() {
 		os.Exit(1)
 	}
 }
+
+// Defaults of the demo's settings.
+const (
+	// defaultAPIURL is --api-url's default: the api's own default address.
+	defaultAPIURL = "http://localhost:8080"
+	// defaultReceiverAddr is --receiver-addr's default.
+	defaultReceiverAddr = "127.0.0.1:8090"
+	// defaultTenant is --tenant's default.
+	defaultTenant = "demo"
+	// defaultEvents is --events's default.
+	defaultEvents = 3
+	// defaultReadyWait is --ready-wait's default.
+	defaultReadyWait = time.Minute
+)
 
 type settings struct {
 	apiURL       string
@@ -49,16 +63,20 @@ type settings struct {
 }
 
 func run(ctx context.Context, args []string) error {
-	fs := flag.NewFlagSet("demo", flag.ContinueOnError)
+	fs := flagenv.New("demo")
 	var s settings
-	fs.StringVar(&s.apiURL, "api-url", config.Env("HERALD_PUBLIC_URL", "http://localhost:8080"), "the API's base URL (env HERALD_PUBLIC_URL)")
+	fs.StringVar(&s.apiURL, "api-url", defaultAPIURL, "the API's base URL")
+	fs.Env("api-url", "HERALD_PUBLIC_URL")
 	fs.StringVar(&s.publicURL, "public-url", "", "the API's URL as a person's browser reaches it, for the printout; empty means --api-url")
-	fs.StringVar(&s.apiKey, "api-key", "", "an operator API key; empty means the env HERALD_BOOTSTRAP_API_KEY")
-	fs.StringVar(&s.receiverAddr, "receiver-addr", config.Env("HERALD_DEMO_RECEIVER_ADDR", "127.0.0.1:8090"), "where the demo receiver listens (env HERALD_DEMO_RECEIVER_ADDR)")
-	fs.StringVar(&s.receiverURL, "receiver-url", os.Getenv("HERALD_DEMO_RECEIVER_URL"), "the URL Herald delivers to, reaching --receiver-addr; empty means http://<receiver-addr>/webhooks (env HERALD_DEMO_RECEIVER_URL)")
-	fs.StringVar(&s.tenant, "tenant", "demo", "the demo tenant's id")
-	fs.IntVar(&s.events, "events", 3, "how many events to publish")
-	fs.DurationVar(&s.readyWait, "ready-wait", time.Minute, "how long to wait for the API to become ready")
+	fs.StringVar(&s.apiKey, "api-key", "", "an operator API key")
+	fs.Env("api-key", "HERALD_BOOTSTRAP_API_KEY")
+	fs.StringVar(&s.receiverAddr, "receiver-addr", defaultReceiverAddr, "where the demo receiver listens")
+	fs.Env("receiver-addr", "HERALD_DEMO_RECEIVER_ADDR")
+	fs.StringVar(&s.receiverURL, "receiver-url", "", "the URL Herald delivers to, reaching --receiver-addr; empty means http://<receiver-addr>/webhooks")
+	fs.Env("receiver-url", "HERALD_DEMO_RECEIVER_URL")
+	fs.StringVar(&s.tenant, "tenant", defaultTenant, "the demo tenant's id")
+	fs.IntVar(&s.events, "events", defaultEvents, "how many events to publish")
+	fs.DurationVar(&s.readyWait, "ready-wait", defaultReadyWait, "how long to wait for the API to become ready")
 	fs.Usage = func() {
 		fmt.Fprintf(fs.Output(), "Usage: demo [flags]\n\nSeeds a development Herald with a demo tenant, endpoint and events, and serves\nthe endpoint's receiver. Flags:\n")
 		fs.PrintDefaults()
@@ -67,10 +85,7 @@ func run(ctx context.Context, args []string) error {
 		return err
 	}
 	if s.apiKey == "" {
-		s.apiKey = os.Getenv("HERALD_BOOTSTRAP_API_KEY")
-	}
-	if s.apiKey == "" {
-		return errors.New("--api-key is empty; pass an operator API key (make run passes its development key)")
+		return errors.New("--api-key is empty; pass an operator API key or set HERALD_BOOTSTRAP_API_KEY (make run passes its development key)")
 	}
 	logger := slog.New(slog.NewTextHandler(os.Stderr, nil)).With("component", "demo")
 	c := &client{base: strings.TrimRight(s.apiURL, "/"), key: s.apiKey, http: &http.Client{Timeout: 10 * time.Second}}

@@ -19,8 +19,8 @@ import (
 	"path/filepath"
 	"syscall"
 
+	"github.com/heraldhq/herald/cmd/internal/flagenv"
 	"github.com/heraldhq/herald/harness/sim"
-	"github.com/heraldhq/herald/internal/config"
 	"github.com/heraldhq/herald/internal/database"
 )
 
@@ -33,15 +33,16 @@ func main() {
 
 func run(args []string, stdout io.Writer) error {
 	cfg := sim.Article()
-	fs := flag.NewFlagSet("sim", flag.ContinueOnError)
+	fs := flagenv.New("sim")
 	fs.Usage = func() {
 		fmt.Fprintf(fs.Output(), "Usage: sim [flags]\n\n"+
 			"Runs the handler, crash, retention and jitter experiments with the reference\n"+
 			"article's parameters against real Postgres and prints the tables.\n\nFlags:\n")
 		fs.PrintDefaults()
 	}
-	url := fs.String("database-url", config.Env(database.EnvURL, database.DefaultURL),
-		"Postgres server to create the sim_* databases on; its database name is not used (env "+database.EnvURL+")")
+	url := fs.String("database-url", database.DefaultURL,
+		"Postgres server to create the sim_* databases on; its database name is not used")
+	fs.Env("database-url", database.EnvURL)
 	out := fs.String("out", "", "directory to write output.txt and jitter.svg into; empty prints only")
 	prefix := fs.String("db-prefix", "sim_", "name prefix of the databases sim creates and drops; letters, digits and underscores")
 	small := fs.Bool("small", false, "run the small configuration the tests use (seconds, not minutes)")
