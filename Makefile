@@ -8,7 +8,7 @@ GO ?= go
 FUZZTIME ?= 5000x
 FUZZ_TARGETS ?= ./schedule/:FuzzParseRetryAfter ./signing/:FuzzParseSignatureHeader ./signing/:FuzzParseSecret ./signing/:FuzzSignMatchesReference ./api/:FuzzPublishRequest ./api/:FuzzEndpointRequest ./receiver/:FuzzDecodePayload
 
-.PHONY: run test check-fmt vet browser unit fuzz build bench
+.PHONY: run test check-fmt vet check-layout browser unit fuzz build bench
 
 ## run: start Postgres if needed, the API, the dispatcher and a demo (see scripts/run.sh)
 run: build
@@ -17,9 +17,13 @@ run: build
 build:
 	$(GO) build -o bin/ ./cmd/...
 
-## test: formatting, vet, every test with the race
+## test: formatting, vet, the layout's rules, every test with the race
 ## detector, a short fuzz; installs chromium for the browser tests if missing
-test: check-fmt vet browser unit fuzz
+test: check-fmt vet check-layout browser unit fuzz
+
+## check-layout: internal/ holds leaves; only cmd/ reads flags and the environment
+check-layout:
+	./scripts/check-layout.sh
 
 browser:
 	@./scripts/ensure-chromium.sh
