@@ -7,7 +7,6 @@ import (
 	"net/http"
 	"net/url"
 	"slices"
-	"sync"
 	"testing"
 	"time"
 
@@ -22,38 +21,16 @@ import (
 	"github.com/heraldhq/herald/health"
 	"github.com/heraldhq/herald/internal/ratelimit"
 	"github.com/heraldhq/herald/internal/ssrf"
+	"github.com/heraldhq/herald/internal/testclock"
 	"github.com/heraldhq/herald/internal/webhooktest"
 	"github.com/heraldhq/herald/migrations"
 )
-
-// testClock is one stubbed clock for River, the worker and the limiter.
-type testClock struct {
-	mu  sync.Mutex
-	now time.Time
-}
-
-func (c *testClock) Now() time.Time {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	return c.now
-}
-
-func (c *testClock) NowOrNil() *time.Time {
-	now := c.Now()
-	return &now
-}
-
-func (c *testClock) Set(now time.Time) {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	c.now = now
-}
 
 // steppedBundle works delivery jobs one call at a time on a stubbed clock
 // (rivertest.Worker), so a test decides when each job runs.
 type steppedBundle struct {
 	*testBundle
-	clock  *testClock
+	clock  *testclock.Clock
 	worker *rivertest.Worker[delivery.Args, pgx.Tx]
 	tx     pgx.Tx
 }
@@ -65,7 +42,7 @@ func setupStepped(t *testing.T, cfg delivery.Config) (*steppedBundle, context.Co
 	require.NoError(t, err)
 	t.Cleanup(func() { _ = tx.Rollback(context.Background()) })
 
-	clock := &testClock{now: time.Now().UTC().Truncate(time.Second)}
+	clock := testclock.New(time.Now().UTC().Truncate(time.Second))
 	limiter := ratelimit.NewLimiter(nil)
 	limiter.Now = clock.Now
 	cfg.DB, cfg.Secrets, cfg.Now, cfg.RateLimiter = b.pool, b.store, clock.Now, limiter

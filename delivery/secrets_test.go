@@ -25,6 +25,7 @@ import (
 	"github.com/heraldhq/herald/internal/pgtest"
 	"github.com/heraldhq/herald/internal/secretbox"
 	"github.com/heraldhq/herald/internal/ssrf"
+	"github.com/heraldhq/herald/internal/testclock"
 	"github.com/heraldhq/herald/internal/webhooktest"
 	"github.com/heraldhq/herald/migrations"
 	"github.com/heraldhq/herald/outbox"
@@ -56,7 +57,7 @@ func (b *lockedBuffer) String() string {
 type secretsBundle struct {
 	pool     *pgxpool.Pool
 	store    *store.Store
-	clock    *testClock
+	clock    *testclock.Clock
 	logs     *lockedBuffer
 	worker   *rivertest.Worker[delivery.Args, pgx.Tx]
 	tx       pgx.Tx
@@ -67,7 +68,7 @@ func setupSecrets(t *testing.T) (*secretsBundle, context.Context) {
 	t.Helper()
 	ctx := context.Background()
 	pool := pgtest.NewPool(t)
-	clock := &testClock{now: time.Now().UTC().Truncate(time.Second)}
+	clock := testclock.New(time.Now().UTC().Truncate(time.Second))
 	box, err := secretbox.Parse(secretbox.Generate())
 	require.NoError(t, err)
 	guard := ssrf.New(netip.MustParsePrefix("127.0.0.0/8"))

@@ -7,7 +7,6 @@ import (
 	"log/slog"
 	"net/http"
 	"net/netip"
-	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -26,6 +25,7 @@ import (
 	"github.com/heraldhq/herald/internal/pgtest"
 	"github.com/heraldhq/herald/internal/secretbox"
 	"github.com/heraldhq/herald/internal/ssrf"
+	"github.com/heraldhq/herald/internal/testclock"
 	"github.com/heraldhq/herald/internal/webhooktest"
 	"github.com/heraldhq/herald/migrations"
 	"github.com/heraldhq/herald/outbox"
@@ -34,30 +34,6 @@ import (
 	"github.com/heraldhq/herald/signing"
 	"github.com/heraldhq/herald/store"
 )
-
-// simClock is the simulated clock of the customer's deliveries, shared by
-// River and the delivery worker.
-type simClock struct {
-	mu  sync.Mutex
-	now time.Time
-}
-
-func (c *simClock) Now() time.Time {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	return c.now
-}
-
-func (c *simClock) NowOrNil() *time.Time {
-	now := c.Now()
-	return &now
-}
-
-func (c *simClock) Set(now time.Time) {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	c.now = now
-}
 
 type pipelineBundle struct {
 	pool      *pgxpool.Pool
@@ -185,7 +161,7 @@ func TestDeadEndpointIsDisabledAndReplayedAfterReEnabling(t *testing.T) {
 	// at a time, as a dispatcher would run it while days pass. Its
 	// delivery row is made here, as the fan-out would; the job lives in
 	// tx, out of sight of the real-time dispatcher started below.
-	clock := &simClock{now: time.Now().UTC()}
+	clock := testclock.New(time.Now().UTC())
 	start := clock.Now()
 	worker, err := delivery.NewWorker(delivery.Config{
 		DB: b.pool, Secrets: b.store, Transport: b.guard.Transport(), Now: clock.Now,

@@ -17,31 +17,9 @@ import (
 
 	"github.com/heraldhq/herald/internal/pgtest"
 	"github.com/heraldhq/herald/internal/ratelimit"
+	"github.com/heraldhq/herald/internal/testclock"
 	"github.com/heraldhq/herald/migrations"
 )
-
-// testClock is one stubbed clock for River and the limiter.
-type testClock struct {
-	mu  sync.Mutex
-	now time.Time
-}
-
-func (c *testClock) Now() time.Time {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	return c.now
-}
-
-func (c *testClock) NowOrNil() *time.Time {
-	now := c.Now()
-	return &now
-}
-
-func (c *testClock) Set(now time.Time) {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	c.now = now
-}
 
 type sendArgs struct {
 	Endpoint  uuid.UUID `json:"endpoint"`
@@ -70,7 +48,7 @@ func (w *sendWorker) Work(ctx context.Context, job *river.Job[sendArgs]) error {
 }
 
 type admitBundle struct {
-	clock   *testClock
+	clock   *testclock.Clock
 	worker  *sendWorker
 	testing *rivertest.Worker[sendArgs, pgx.Tx]
 	tx      pgx.Tx
@@ -84,7 +62,7 @@ func setupAdmit(t *testing.T) *admitBundle {
 	require.NoError(t, err)
 	t.Cleanup(func() { _ = tx.Rollback(context.Background()) })
 
-	clock := &testClock{now: t0}
+	clock := testclock.New(t0)
 	limiter := ratelimit.NewLimiter(nil)
 	limiter.Now = clock.Now
 	worker := &sendWorker{limiter: limiter}
