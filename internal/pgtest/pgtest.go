@@ -4,7 +4,8 @@
 // into place under an advisory lock, so parallel test binaries never see a
 // half-built one); every test then gets a fresh database cloned from it with
 // CREATE DATABASE … TEMPLATE, which takes milliseconds, and dropped when the
-// test ends. Tests can therefore run in parallel without seeing each other's
+// test ends. Package scratchdb does the work; the bench, chaos and sim
+// harnesses use it too. Tests can therefore run in parallel without seeing each other's
 // rows.
 //
 // The server defaults to local Postgres as user postgres; set
@@ -14,20 +15,15 @@ package pgtest
 
 import (
 	"context"
-	"crypto/rand"
-	"encoding/hex"
 	"fmt"
-	"hash/fnv"
-	"net/url"
 	"os"
 	"sync"
 	"testing"
-	"time"
 
-	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgxpool"
 
 	"github.com/heraldhq/herald/internal/database"
+	"github.com/heraldhq/herald/internal/scratchdb"
 	"github.com/heraldhq/herald/migrations"
 )
 
@@ -37,16 +33,8 @@ const EnvURL = "HERALD_TEST_DATABASE_URL"
 
 const defaultServerURL = "postgres://postgres@127.0.0.1:5432/postgres?sslmode=disable"
 
-// Template is a migrated database that tests clone.
-type Template struct {
-	// Name identifies the template; letters, digits and underscores.
-	Name string
-	// Fingerprint changes whenever Migrate would build a different schema,
-	// so a stale template is never reused.
-	Fingerprint string
-	// Migrate builds the schema in an empty database.
-	Migrate func(ctx context.Context, pool *pgxpool.Pool) error
-}
+// Template is a migrated database that tests clone; see scratchdb.Template.
+type Template = scratchdb.Template
 
 // Herald is the template with Herald's migrations (River's included).
 var Herald = Template{Name: "herald", Fingerprint: migrations.Fingerprint(), Migrate: migrations.Apply}
@@ -107,156 +95,54 @@ func NewPoolForExample(ctx context.Context) (*pgxpool.Pool, func(), error) {
 	return pool, func() { pool.Close(); _ = drop() }, nil
 }
 
+// Server returns the test server, for tests that make databases of their
+// own with package scratchdb or check that a program dropped the ones it
+// made.
+func Server(t testing.TB) *scratchdb.Server {
+	t.Helper()
+	srv, err := server()
+	if err != nil {
+		t.Fatalf("pgtest: %v", err)
+	}
+	return srv
+}
+
 // cloneTemplate creates a database from tmpl and returns its URL and a
 // function that drops it, terminating connections still open.
 func cloneTemplate(ctx context.Context, tmpl Template) (string, func() error, error) {
-	server, err := server()
+	srv, err := server()
 	if err != nil {
 		return "", nil, err
 	}
-	templateName, err := ensureTemplate(ctx, server, tmpl)
+	template, err := srv.Template(ctx, tmpl)
 	if err != nil {
 		return "", nil, fmt.Errorf("template %s: %w", tmpl.Name, err)
 	}
-	name := "herald_test_" + randomSuffix()
-	if err := adminExec(ctx, server, fmt.Sprintf("CREATE DATABASE %s TEMPLATE %s",
-		pgx.Identifier{name}.Sanitize(), pgx.Identifier{templateName}.Sanitize())); err != nil {
-		return "", nil, fmt.Errorf("create test database: %w", err)
+	name := scratchdb.UniqueName("herald_test_")
+	url, err := srv.Clone(ctx, name, template)
+	if err != nil {
+		return "", nil, err
 	}
-	drop := func() error {
-		if err := adminExec(context.Background(), server, fmt.Sprintf("DROP DATABASE IF EXISTS %s WITH (FORCE)",
-			pgx.Identifier{name}.Sanitize())); err != nil {
-			return fmt.Errorf("drop test database %s: %w", name, err)
-		}
-		return nil
-	}
-	cfg := server.Copy()
-	cfg.Database = name
-	return connString(cfg), drop, nil
+	return url, func() error { return srv.Drop(context.Background(), name) }, nil
 }
 
 var (
 	serverOnce sync.Once
-	serverCfg  *pgx.ConnConfig
+	serverVal  *scratchdb.Server
 	serverErr  error
-
-	templatesMu sync.Mutex
-	templates   = map[string]string{}
 )
 
-func server() (*pgx.ConnConfig, error) {
+// server opens the test server once per test binary.
+func server() (*scratchdb.Server, error) {
 	serverOnce.Do(func() {
 		url := os.Getenv(EnvURL)
 		if url == "" {
-			url = defaultServerURL
-		}
-		cfg, err := database.ParseURL(url)
-		if err != nil {
-			serverErr = fmt.Errorf("%s: %w", EnvURL, err)
+			serverVal, serverErr = scratchdb.Open(context.Background(), defaultServerURL)
 			return
 		}
-		serverCfg = cfg.ConnConfig
-		serverCfg.Database = "postgres"
-		pool, err := database.Open(context.Background(), connString(serverCfg), database.Options{})
-		if err != nil {
-			serverErr = err
-			return
+		if serverVal, serverErr = scratchdb.Open(context.Background(), url); serverErr != nil {
+			serverErr = fmt.Errorf("%s: %w", EnvURL, serverErr)
 		}
-		pool.Close()
 	})
-	return serverCfg, serverErr
-}
-
-// ensureTemplate builds the template database once per fingerprint. Test
-// binaries of several packages run at once, so the check and the build happen
-// under an advisory lock, and the build happens under a temporary name that is
-// renamed only when migrations succeeded.
-func ensureTemplate(ctx context.Context, server *pgx.ConnConfig, tmpl Template) (string, error) {
-	name := fmt.Sprintf("herald_tmpl_%s_%s", tmpl.Name, tmpl.Fingerprint)
-	templatesMu.Lock()
-	defer templatesMu.Unlock()
-	if _, ok := templates[name]; ok {
-		return name, nil
-	}
-
-	conn, err := pgx.ConnectConfig(ctx, server)
-	if err != nil {
-		return "", err
-	}
-	defer conn.Close(ctx)
-	h := fnv.New64a()
-	h.Write([]byte(name))
-	lockKey := int64(h.Sum64())
-	if _, err := conn.Exec(ctx, "SELECT pg_advisory_lock($1)", lockKey); err != nil {
-		return "", err
-	}
-	defer func() { _, _ = conn.Exec(ctx, "SELECT pg_advisory_unlock($1)", lockKey) }()
-
-	var exists bool
-	if err := conn.QueryRow(ctx, "SELECT EXISTS (SELECT 1 FROM pg_database WHERE datname = $1)", name).Scan(&exists); err != nil {
-		return "", err
-	}
-	if !exists {
-		if err := buildTemplate(ctx, conn, server, tmpl, name); err != nil {
-			return "", err
-		}
-	}
-	templates[name] = name
-	return name, nil
-}
-
-func buildTemplate(ctx context.Context, conn *pgx.Conn, server *pgx.ConnConfig, tmpl Template, name string) error {
-	building := name + "_building"
-	if _, err := conn.Exec(ctx, "DROP DATABASE IF EXISTS "+pgx.Identifier{building}.Sanitize()+" WITH (FORCE)"); err != nil {
-		return err
-	}
-	if _, err := conn.Exec(ctx, "CREATE DATABASE "+pgx.Identifier{building}.Sanitize()); err != nil {
-		return err
-	}
-	cfg := server.Copy()
-	cfg.Database = building
-	migrateCtx, cancel := context.WithTimeout(ctx, 2*time.Minute)
-	defer cancel()
-	pool, err := database.Open(migrateCtx, connString(cfg), database.Options{MaxConns: 4})
-	if err != nil {
-		return err
-	}
-	err = tmpl.Migrate(migrateCtx, pool)
-	pool.Close()
-	if err != nil {
-		return fmt.Errorf("migrate: %w", err)
-	}
-	_, err = conn.Exec(ctx, fmt.Sprintf("ALTER DATABASE %s RENAME TO %s",
-		pgx.Identifier{building}.Sanitize(), pgx.Identifier{name}.Sanitize()))
-	return err
-}
-
-func adminExec(ctx context.Context, server *pgx.ConnConfig, sql string) error {
-	conn, err := pgx.ConnectConfig(ctx, server)
-	if err != nil {
-		return err
-	}
-	defer conn.Close(ctx)
-	_, err = conn.Exec(ctx, sql)
-	return err
-}
-
-func connString(cfg *pgx.ConnConfig) string {
-	u := url.URL{
-		Scheme:   "postgres",
-		User:     url.UserPassword(cfg.User, cfg.Password),
-		Host:     fmt.Sprintf("%s:%d", cfg.Host, cfg.Port),
-		Path:     "/" + cfg.Database,
-		RawQuery: "sslmode=disable",
-	}
-	if cfg.Password == "" {
-		u.User = url.User(cfg.User)
-	}
-	return u.String()
-}
-
-func randomSuffix() string {
-	b := make([]byte, 8)
-	_, _ = rand.Read(b)
-	return hex.EncodeToString(b)
+	return serverVal, serverErr
 }
