@@ -1,10 +1,7 @@
 package main
 
 import (
-	"crypto/rand"
-	"encoding/hex"
 	"encoding/json"
-	"net/url"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -14,6 +11,7 @@ import (
 
 	"github.com/heraldhq/herald/harness/bench"
 	"github.com/heraldhq/herald/internal/pgtest"
+	"github.com/heraldhq/herald/internal/scratchdb"
 )
 
 // TestCommandSmoke runs the command as `make bench` does, with the
@@ -28,8 +26,9 @@ func TestCommandSmoke(t *testing.T) {
 	require.NoError(t, err, "build the dispatcher: %s", out)
 
 	jsonPath, svgPath := filepath.Join(dir, "results.json"), filepath.Join(dir, "latency.svg")
+	// A scratch database of the test's own; the bench drops it when done.
 	err = run([]string{
-		"--database-url", scratchURL(t),
+		"--database-url", pgtest.Server(t).URL(scratchdb.UniqueName("herald_bench_smoke_")),
 		"--scenarios", "steady,burst",
 		"--smoke", "300",
 		"--producers", "4",
@@ -71,20 +70,4 @@ func TestCommandRejectsBadFlags(t *testing.T) {
 	} {
 		require.ErrorContains(t, run(tt.args), tt.want, "args %q", tt.args)
 	}
-}
-
-// scratchURL names a bench database of this test's own on the test server;
-// the bench drops it when done.
-func scratchURL(t *testing.T) string {
-	t.Helper()
-	server := os.Getenv(pgtest.EnvURL)
-	if server == "" {
-		server = "postgres://postgres@127.0.0.1:5432/postgres?sslmode=disable"
-	}
-	u, err := url.Parse(server)
-	require.NoError(t, err)
-	suffix := make([]byte, 6)
-	_, _ = rand.Read(suffix)
-	u.Path = "/herald_bench_smoke_" + hex.EncodeToString(suffix)
-	return u.String()
 }

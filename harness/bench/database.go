@@ -2,13 +2,12 @@ package bench
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"strings"
 
-	"github.com/jackc/pgx/v5"
-	"github.com/jackc/pgx/v5/pgxpool"
-
 	"github.com/heraldhq/herald/internal/database"
+	"github.com/heraldhq/herald/internal/scratchdb"
 	"github.com/heraldhq/herald/migrations"
 )
 
@@ -22,14 +21,13 @@ const DefaultDatabaseURL = "postgres://postgres@127.0.0.1:5432/herald_bench?sslm
 // contain "bench", because it is dropped and recreated.
 type ScratchDatabases struct {
 	url      string
-	pool     *pgxpool.Config
-	admin    *pgx.ConnConfig
+	name     string
 	template string
-	built    bool
+	server   *scratchdb.Server // nil until the first New
 	// lock holds an advisory lock on the scratch database's name while the
 	// bench uses it: a second bench on the same name would drop the first
 	// one's database under it.
-	lock *pgx.Conn
+	lock *scratchdb.Lock
 }
 
 // NewScratchDatabases checks url; nothing is created until the first New.
@@ -42,94 +40,52 @@ func NewScratchDatabases(url string) (*ScratchDatabases, error) {
 	if !strings.Contains(name, "bench") {
 		return nil, fmt.Errorf("the bench drops and recreates database %q for every scenario; point --database-url at a scratch database whose name contains \"bench\", e.g. %s", name, DefaultDatabaseURL)
 	}
-	admin := cfg.ConnConfig.Copy()
-	admin.Database = "postgres"
-	return &ScratchDatabases{url: url, pool: cfg, admin: admin, template: name + "_template"}, nil
+	return &ScratchDatabases{url: url, name: name, template: name + "_template"}, nil
 }
 
-// New drops the scratch database if it exists, clones the template into it
-// and returns its URL and a function that drops it.
+// New replaces the scratch database with a clone of the template and
+// returns its URL and a function that drops it.
 func (s *ScratchDatabases) New(ctx context.Context) (string, func() error, error) {
-	if !s.built {
-		if err := s.takeLock(ctx); err != nil {
+	if s.server == nil {
+		if err := s.start(ctx); err != nil {
 			return "", nil, err
 		}
-		if err := s.buildTemplate(ctx); err != nil {
-			return "", nil, err
-		}
-		s.built = true
 	}
-	name := s.pool.ConnConfig.Database
-	if err := s.exec(ctx, "DROP DATABASE IF EXISTS "+pgx.Identifier{name}.Sanitize()+" WITH (FORCE)"); err != nil {
-		return "", nil, fmt.Errorf("drop scratch database %s: %w", name, err)
+	if _, err := s.server.Clone(ctx, s.name, s.template); err != nil {
+		return "", nil, fmt.Errorf("scratch database: %w", err)
 	}
-	if err := s.exec(ctx, "CREATE DATABASE "+pgx.Identifier{name}.Sanitize()+" TEMPLATE "+pgx.Identifier{s.template}.Sanitize()); err != nil {
-		return "", nil, fmt.Errorf("create scratch database %s: %w", name, err)
-	}
-	drop := func() error {
-		return s.exec(context.WithoutCancel(ctx), "DROP DATABASE IF EXISTS "+pgx.Identifier{name}.Sanitize()+" WITH (FORCE)")
-	}
+	drop := func() error { return s.server.Drop(context.WithoutCancel(ctx), s.name) }
 	return s.url, drop, nil
 }
 
 // Close drops the template and lets another bench use the name.
 func (s *ScratchDatabases) Close(ctx context.Context) error {
-	if s.lock != nil {
-		defer s.lock.Close(context.WithoutCancel(ctx))
-	}
-	if !s.built {
+	if s.server == nil {
 		return nil
 	}
-	return s.exec(ctx, "DROP DATABASE IF EXISTS "+pgx.Identifier{s.template}.Sanitize()+" WITH (FORCE)")
+	defer func() { _ = s.lock.Release(context.WithoutCancel(ctx)) }()
+	return s.server.DropAll(ctx)
 }
 
-// takeLock takes the advisory lock on the scratch database's name, or says
-// that another bench holds it.
-func (s *ScratchDatabases) takeLock(ctx context.Context) error {
-	conn, err := pgx.ConnectConfig(ctx, s.admin)
+// start takes the advisory lock on the scratch database's name, or says
+// that another bench holds it, and builds the template.
+func (s *ScratchDatabases) start(ctx context.Context) error {
+	server, err := scratchdb.Open(ctx, s.url)
 	if err != nil {
-		return fmt.Errorf("connect to %s:%d/postgres: %w; %s", s.admin.Host, s.admin.Port, err, database.StartHint)
+		return err
 	}
-	var locked bool
-	if err := conn.QueryRow(ctx, "SELECT pg_try_advisory_lock(hashtext($1))", "herald bench "+s.pool.ConnConfig.Database).Scan(&locked); err != nil {
-		_ = conn.Close(ctx)
+	lock, err := server.TryLock(ctx, s.name)
+	if errors.Is(err, scratchdb.ErrLocked) {
+		return fmt.Errorf("another bench is using scratch database %q; wait for it to finish or point --database-url at another one", s.name)
+	}
+	if err != nil {
 		return fmt.Errorf("lock scratch database: %w", err)
 	}
-	if !locked {
-		_ = conn.Close(ctx)
-		return fmt.Errorf("another bench is using scratch database %q; wait for it to finish or point --database-url at another one", s.pool.ConnConfig.Database)
+	if _, err := server.Create(ctx, s.template, migrations.Apply); err != nil {
+		_ = server.DropAll(context.WithoutCancel(ctx))
+		_ = lock.Release(context.WithoutCancel(ctx))
+		return fmt.Errorf("bench template: %w", err)
 	}
-	s.lock = conn
+	s.server, s.lock = server, lock
 	return nil
-}
-
-func (s *ScratchDatabases) buildTemplate(ctx context.Context) error {
-	tmpl := pgx.Identifier{s.template}.Sanitize()
-	if err := s.exec(ctx, "DROP DATABASE IF EXISTS "+tmpl+" WITH (FORCE)"); err != nil {
-		return fmt.Errorf("drop old bench template: %w", err)
-	}
-	if err := s.exec(ctx, "CREATE DATABASE "+tmpl); err != nil {
-		return fmt.Errorf("create bench template: %w", err)
-	}
-	cfg := s.pool.Copy()
-	cfg.ConnConfig.Database = s.template
-	pool, err := pgxpool.NewWithConfig(ctx, cfg)
-	if err != nil {
-		return fmt.Errorf("open bench template: %w", err)
-	}
-	defer pool.Close()
-	if err := migrations.Apply(ctx, pool); err != nil {
-		return fmt.Errorf("migrate bench template: %w", err)
-	}
-	return nil
-}
-
-func (s *ScratchDatabases) exec(ctx context.Context, sql string) error {
-	conn, err := pgx.ConnectConfig(ctx, s.admin)
-	if err != nil {
-		return fmt.Errorf("connect to %s:%d/postgres: %w; %s", s.admin.Host, s.admin.Port, err, database.StartHint)
-	}
-	defer conn.Close(context.WithoutCancel(ctx))
-	_, err = conn.Exec(ctx, sql)
-	return err
 }
