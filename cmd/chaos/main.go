@@ -28,7 +28,10 @@ import (
 
 	"github.com/heraldhq/herald/cmd/internal/flagenv"
 	"github.com/heraldhq/herald/harness/chaos"
+	"github.com/heraldhq/herald/harness/environment"
 	"github.com/heraldhq/herald/internal/database"
+	"github.com/heraldhq/herald/internal/scratchdb"
+	"github.com/heraldhq/herald/migrations"
 )
 
 func main() {
@@ -95,7 +98,7 @@ func run(args []string, stdout, stderr io.Writer) error {
 	defer stop()
 	logger := slog.New(slog.NewTextHandler(stderr, nil))
 
-	srv, err := openServer(ctx, *url)
+	srv, err := scratchdb.Open(ctx, *url)
 	if err != nil {
 		return err
 	}
@@ -117,15 +120,15 @@ func run(args []string, stdout, stderr io.Writer) error {
 	}
 	defer func() {
 		if *keep {
-			fmt.Fprintf(stderr, "chaos: kept the databases %s\n", strings.Join(srv.created, ", "))
+			fmt.Fprintf(stderr, "chaos: kept the databases %s\n", strings.Join(srv.Created(), ", "))
 			return
 		}
-		_ = srv.dropAll(context.WithoutCancel(ctx))
+		_ = srv.DropAll(context.WithoutCancel(ctx))
 	}()
-	if setup.HeraldURL, err = srv.newDatabase(ctx, "herald", true); err != nil {
+	if setup.HeraldURL, err = newDatabase(ctx, srv, "herald", migrations.Apply); err != nil {
 		return err
 	}
-	if setup.ConsumerURL, err = srv.newDatabase(ctx, "consumer", false); err != nil {
+	if setup.ConsumerURL, err = newDatabase(ctx, srv, "consumer", nil); err != nil {
 		return err
 	}
 	if setup.Outage, err = chooseOutage(*postgres, srv); err != nil {
@@ -137,7 +140,7 @@ func run(args []string, stdout, stderr io.Writer) error {
 		return fmt.Errorf("%w (dispatcher logs in %s)", err, setup.LogDir)
 	}
 	var text bytes.Buffer
-	writeHeader(&text, cfg, srv.version, *postgres)
+	writeHeader(&text, cfg, srv.Version(), *postgres)
 	if err := report.WriteTable(&text); err != nil {
 		return err
 	}
@@ -164,19 +167,19 @@ func run(args []string, stdout, stderr io.Writer) error {
 
 // chooseOutage turns --postgres (checked already) into the run's outage;
 // none is nil.
-func chooseOutage(mode string, srv *server) (chaos.Outage, error) {
+func chooseOutage(mode string, srv *scratchdb.Server) (chaos.Outage, error) {
 	switch mode {
 	case "restart":
-		return chaos.RestartCluster{AdminURL: srv.adminURL()}, nil
+		return chaos.RestartCluster{AdminURL: srv.AdminURL()}, nil
 	case "connections":
-		return chaos.TerminateConnections{AdminURL: srv.adminURL(), Databases: srv.created, Down: 2 * time.Second}, nil
+		return chaos.TerminateConnections{AdminURL: srv.AdminURL(), Databases: srv.Created(), Down: 2 * time.Second}, nil
 	}
 	return nil, nil
 }
 
 func writeHeader(w io.Writer, cfg chaos.Config, postgres, mode string) {
 	fmt.Fprintln(w, "chaos: Herald end to end under faults")
-	for _, line := range environment(postgres) {
+	for _, line := range environment.Lines(postgres) {
 		fmt.Fprintln(w, line)
 	}
 	fmt.Fprintf(w, "seed: %d\n", cfg.Seed)

@@ -20,8 +20,10 @@ import (
 	"syscall"
 
 	"github.com/heraldhq/herald/cmd/internal/flagenv"
+	"github.com/heraldhq/herald/harness/environment"
 	"github.com/heraldhq/herald/harness/sim"
 	"github.com/heraldhq/herald/internal/database"
+	"github.com/heraldhq/herald/internal/scratchdb"
 )
 
 func main() {
@@ -76,19 +78,19 @@ func run(args []string, stdout io.Writer) error {
 
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
-	srv, err := openServer(ctx, *url, *prefix)
+	srv, err := scratchdb.Open(ctx, *url)
 	if err != nil {
 		return err
 	}
 
-	report, runErr := sim.Run(ctx, cfg, srv.newDatabase)
-	if err := srv.dropAll(context.WithoutCancel(ctx)); err != nil && runErr == nil {
+	report, runErr := sim.Run(ctx, cfg, newDatabase(srv, *prefix))
+	if err := srv.DropAll(context.WithoutCancel(ctx)); err != nil && runErr == nil {
 		runErr = err
 	}
 	if runErr != nil {
 		return runErr
 	}
-	report.Environment = environment(srv.version)
+	report.Environment = environment.Lines(srv.Version())
 
 	var text bytes.Buffer
 	if err := report.WriteText(&text); err != nil {

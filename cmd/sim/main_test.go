@@ -3,8 +3,6 @@ package main
 import (
 	"bytes"
 	"context"
-	"crypto/rand"
-	"encoding/hex"
 	"os"
 	"path/filepath"
 	"strings"
@@ -14,6 +12,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/heraldhq/herald/internal/pgtest"
+	"github.com/heraldhq/herald/internal/scratchdb"
 )
 
 // A small run prints every table, writes the text and the SVG, and drops
@@ -21,10 +20,11 @@ import (
 func TestRunSmall(t *testing.T) {
 	t.Parallel()
 	dir := t.TempDir()
-	prefix := "sim_test_" + randomHex(t) + "_"
+	server := pgtest.Server(t)
+	prefix := scratchdb.UniqueName("sim_test_") + "_"
 	var out bytes.Buffer
 
-	err := run([]string{"--small", "--events", "60", "--out", dir, "--db-prefix", prefix, "--database-url", serverURL()}, &out)
+	err := run([]string{"--small", "--events", "60", "--out", dir, "--db-prefix", prefix, "--database-url", server.AdminURL()}, &out)
 	require.NoError(t, err)
 	text := out.String()
 	for _, heading := range []string{"== handlers, one delivery at a time", "== handlers, deliveries racing",
@@ -38,9 +38,7 @@ func TestRunSmall(t *testing.T) {
 	require.NoError(t, err)
 	require.True(t, strings.HasPrefix(string(svg), "<svg"))
 
-	srv, err := openServer(t.Context(), serverURL(), prefix)
-	require.NoError(t, err)
-	conn, err := pgx.ConnectConfig(t.Context(), srv.admin)
+	conn, err := pgx.Connect(t.Context(), server.AdminURL())
 	require.NoError(t, err)
 	t.Cleanup(func() { _ = conn.Close(context.Background()) })
 	var left int
@@ -70,18 +68,4 @@ func TestRunRejectsBadFlags(t *testing.T) {
 			require.Contains(t, err.Error(), tt.want)
 		})
 	}
-}
-
-func serverURL() string {
-	if url := os.Getenv(pgtest.EnvURL); url != "" {
-		return url
-	}
-	return "postgres://postgres@127.0.0.1:5432/postgres?sslmode=disable"
-}
-
-func randomHex(t *testing.T) string {
-	b := make([]byte, 6)
-	_, err := rand.Read(b)
-	require.NoError(t, err)
-	return hex.EncodeToString(b)
 }

@@ -12,7 +12,8 @@ import (
 // NewDatabase returns the URL of a fresh, empty Postgres database named
 // after name (letters, digits and underscores). Every handler design and
 // crash design gets its own. The caller creates and later drops the
-// databases: a test through internal/pgtest, cmd/sim on its server.
+// databases: a test through internal/pgtest, cmd/sim through
+// internal/scratchdb.
 type NewDatabase func(ctx context.Context, name string) (url string, err error)
 
 // defaultConnections is Config.Connections when it is zero. The racing
