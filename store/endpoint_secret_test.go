@@ -25,9 +25,7 @@ func secretStrings(secrets []signing.Secret) []string {
 
 func TestRotateSecret(t *testing.T) {
 	t.Parallel()
-	b, ctx := setup(t)
-	b.tenant(t, ctx, "acme")
-	e := b.endpoint(t, ctx, "acme")
+	b, ctx, e := setupEndpoint(t)
 
 	old, err := b.store.RevealSecret(ctx, e.ID)
 	require.NoError(t, err)
@@ -56,9 +54,7 @@ func TestRotateSecret(t *testing.T) {
 // holding only the old or only the new secret verifies.
 func TestRotationSignaturesVerifyWithEitherSecret(t *testing.T) {
 	t.Parallel()
-	b, ctx := setup(t)
-	b.tenant(t, ctx, "acme")
-	e := b.endpoint(t, ctx, "acme")
+	b, ctx, e := setupEndpoint(t)
 	old, err := b.store.RevealSecret(ctx, e.ID)
 	require.NoError(t, err)
 	fresh, err := b.store.RotateSecret(ctx, e.ID, time.Hour)
@@ -78,9 +74,7 @@ func TestRotationSignaturesVerifyWithEitherSecret(t *testing.T) {
 
 func TestRotateSecretGrace(t *testing.T) {
 	t.Parallel()
-	b, ctx := setup(t)
-	b.tenant(t, ctx, "acme")
-	e := b.endpoint(t, ctx, "acme")
+	b, ctx, e := setupEndpoint(t)
 
 	for _, grace := range []time.Duration{-time.Second, store.MaxRotationGrace + time.Second} {
 		_, err := b.store.RotateSecret(ctx, e.ID, grace)
@@ -106,9 +100,7 @@ func TestRotateSecretGrace(t *testing.T) {
 
 func TestRotateSecretDeletesExpiredSecrets(t *testing.T) {
 	t.Parallel()
-	b, ctx := setup(t)
-	b.tenant(t, ctx, "acme")
-	e := b.endpoint(t, ctx, "acme")
+	b, ctx, e := setupEndpoint(t)
 	_, err := b.store.RotateSecret(ctx, e.ID, time.Hour)
 	require.NoError(t, err)
 	_, err = b.pool.Exec(ctx, "UPDATE herald.endpoint_secrets SET expires_at = $2 WHERE endpoint_id = $1 AND expires_at IS NOT NULL",
@@ -125,7 +117,7 @@ func TestRotateSecretDeletesExpiredSecrets(t *testing.T) {
 func TestRotateSecretKeepsAlgorithm(t *testing.T) {
 	t.Parallel()
 	b, ctx := setup(t)
-	b.tenant(t, ctx, "acme")
+	b.tenant(t, "acme")
 	ed, err := signing.GenerateEd25519Secret()
 	require.NoError(t, err)
 	e, err := b.store.CreateEndpoint(ctx, store.NewEndpoint{TenantID: "acme", URL: "https://example.com/", Secret: ed})
@@ -139,9 +131,7 @@ func TestRotateSecretKeepsAlgorithm(t *testing.T) {
 
 func TestRotateSecretTxRollsBack(t *testing.T) {
 	t.Parallel()
-	b, ctx := setup(t)
-	b.tenant(t, ctx, "acme")
-	e := b.endpoint(t, ctx, "acme")
+	b, ctx, e := setupEndpoint(t)
 	before, err := b.store.RevealSecret(ctx, e.ID)
 	require.NoError(t, err)
 
@@ -160,9 +150,7 @@ func TestRotateSecretTxRollsBack(t *testing.T) {
 // nor its key bytes in any common encoding.
 func TestSecretsAreEncryptedAtRest(t *testing.T) {
 	t.Parallel()
-	b, ctx := setup(t)
-	b.tenant(t, ctx, "acme")
-	e := b.endpoint(t, ctx, "acme")
+	b, ctx, e := setupEndpoint(t)
 	_, err := b.store.RotateSecret(ctx, e.ID, 0)
 	require.NoError(t, err)
 	secrets, err := b.store.ActiveSecrets(ctx, e.ID, t0)
@@ -198,9 +186,7 @@ func TestSecretsAreEncryptedAtRest(t *testing.T) {
 // with garbage.
 func TestSecretsUnderAnotherKey(t *testing.T) {
 	t.Parallel()
-	b, ctx := setup(t)
-	b.tenant(t, ctx, "acme")
-	e := b.endpoint(t, ctx, "acme")
+	b, ctx, e := setupEndpoint(t)
 	secret, err := b.store.RevealSecret(ctx, e.ID)
 	require.NoError(t, err)
 
@@ -221,7 +207,7 @@ func TestSecretsUnderAnotherKey(t *testing.T) {
 func TestSecretIsBoundToItsEndpoint(t *testing.T) {
 	t.Parallel()
 	b, ctx := setup(t)
-	b.tenant(t, ctx, "acme")
+	b.tenant(t, "acme")
 	victim := b.endpoint(t, ctx, "acme")
 	attacker := b.endpoint(t, ctx, "acme")
 

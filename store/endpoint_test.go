@@ -19,7 +19,7 @@ import (
 func TestCreateEndpoint(t *testing.T) {
 	t.Parallel()
 	b, ctx := setup(t)
-	b.tenant(t, ctx, "acme")
+	b.tenant(t, "acme")
 
 	e, err := b.store.CreateEndpoint(ctx, store.NewEndpoint{
 		TenantID:    "acme",
@@ -59,7 +59,7 @@ func TestCreateEndpoint(t *testing.T) {
 func TestCreateEndpointWithGivenSecret(t *testing.T) {
 	t.Parallel()
 	b, ctx := setup(t)
-	b.tenant(t, ctx, "acme")
+	b.tenant(t, "acme")
 
 	ed, err := signing.GenerateEd25519Secret()
 	require.NoError(t, err)
@@ -79,7 +79,7 @@ func TestCreateEndpointWithGivenSecret(t *testing.T) {
 func TestCreateEndpointRejects(t *testing.T) {
 	t.Parallel()
 	b, ctx := setup(t)
-	b.tenant(t, ctx, "acme")
+	b.tenant(t, "acme")
 
 	valid := func(change func(*store.NewEndpoint)) store.NewEndpoint {
 		n := store.NewEndpoint{TenantID: "acme", URL: "https://example.com/webhooks"}
@@ -147,7 +147,7 @@ func TestCreateEndpointUnknownTenant(t *testing.T) {
 func TestUpdateEndpoint(t *testing.T) {
 	t.Parallel()
 	b, ctx := setup(t)
-	b.tenant(t, ctx, "acme")
+	b.tenant(t, "acme")
 	e, err := b.store.CreateEndpoint(ctx, store.NewEndpoint{
 		TenantID: "acme", URL: "https://example.com/a", Description: "first", EventTypes: []string{"invoice.paid"}, RateLimit: 2,
 	})
@@ -182,9 +182,7 @@ func TestUpdateEndpoint(t *testing.T) {
 
 func TestDisableAndEnableEndpoint(t *testing.T) {
 	t.Parallel()
-	b, ctx := setup(t)
-	b.tenant(t, ctx, "acme")
-	e := b.endpoint(t, ctx, "acme")
+	b, ctx, e := setupEndpoint(t)
 	_, err := b.pool.Exec(ctx, "UPDATE herald.endpoints SET failing_since = $2, failing_notified_at = $2 WHERE id = $1", e.ID, t0.Add(-24*time.Hour))
 	require.NoError(t, err)
 
@@ -221,9 +219,7 @@ func TestDisableAndEnableEndpoint(t *testing.T) {
 
 func TestDeleteEndpoint(t *testing.T) {
 	t.Parallel()
-	b, ctx := setup(t)
-	b.tenant(t, ctx, "acme")
-	e := b.endpoint(t, ctx, "acme")
+	b, ctx, e := setupEndpoint(t)
 
 	tx, err := b.pool.Begin(ctx)
 	require.NoError(t, err)
@@ -243,8 +239,8 @@ func TestDeleteEndpoint(t *testing.T) {
 func TestListEndpoints(t *testing.T) {
 	t.Parallel()
 	b, ctx := setup(t)
-	b.tenant(t, ctx, "acme")
-	b.tenant(t, ctx, "globex")
+	b.tenant(t, "acme")
+	b.tenant(t, "globex")
 	var want []uuid.UUID
 	for range 5 {
 		want = append(want, b.endpoint(t, ctx, "acme").ID)
@@ -266,7 +262,7 @@ func TestListEndpoints(t *testing.T) {
 func TestListEndpointsStableUnderInserts(t *testing.T) {
 	t.Parallel()
 	b, ctx := setup(t)
-	b.tenant(t, ctx, "acme")
+	b.tenant(t, "acme")
 	existing := map[uuid.UUID]bool{}
 	for range 30 {
 		existing[b.endpoint(t, ctx, "acme").ID] = true

@@ -11,6 +11,7 @@ import (
 	"github.com/heraldhq/herald/internal/pgtest"
 	"github.com/heraldhq/herald/internal/secretbox"
 	"github.com/heraldhq/herald/internal/ssrf"
+	"github.com/heraldhq/herald/internal/testfactory"
 	"github.com/heraldhq/herald/store"
 )
 
@@ -37,11 +38,19 @@ func setup(t *testing.T) (*testBundle, context.Context) {
 	return &testBundle{pool: pool, box: box, store: s}, context.Background()
 }
 
-func (b *testBundle) tenant(t *testing.T, ctx context.Context, id string) store.Tenant {
+// setupEndpoint is setup with tenant acme and an endpoint of it.
+func setupEndpoint(t *testing.T) (*testBundle, context.Context, store.Endpoint) {
 	t.Helper()
-	tenant, err := b.store.CreateTenant(ctx, store.NewTenant{ID: id, Name: "Tenant " + id})
-	require.NoError(t, err)
-	return tenant
+	b, ctx := setup(t)
+	b.tenant(t, "acme")
+	return b, ctx, b.endpoint(t, ctx, "acme")
+}
+
+// tenant inserts a tenant with SQL, so that tests of endpoints do not
+// depend on CreateTenant.
+func (b *testBundle) tenant(t *testing.T, id string) {
+	t.Helper()
+	testfactory.Tenant(t, b.pool, &testfactory.TenantOpts{ID: id, Name: "Tenant " + id})
 }
 
 func (b *testBundle) endpoint(t *testing.T, ctx context.Context, tenantID string) store.Endpoint {

@@ -43,7 +43,7 @@ func TestTenantLifecycle(t *testing.T) {
 func TestCreateTenantRejects(t *testing.T) {
 	t.Parallel()
 	b, ctx := setup(t)
-	b.tenant(t, ctx, "acme")
+	b.tenant(t, "acme")
 
 	_, err := b.store.CreateTenant(ctx, store.NewTenant{ID: "acme"})
 	require.ErrorIs(t, err, store.ErrAlreadyExists)
@@ -73,7 +73,7 @@ func TestCreateTenantRejects(t *testing.T) {
 func TestCreateTenantTx(t *testing.T) {
 	t.Parallel()
 	b, ctx := setup(t)
-	b.tenant(t, ctx, "acme")
+	b.tenant(t, "acme")
 
 	tx, err := b.pool.Begin(ctx)
 	require.NoError(t, err)
@@ -105,7 +105,7 @@ func TestListTenants(t *testing.T) {
 	t.Parallel()
 	b, ctx := setup(t)
 	for _, id := range []string{"c", "a", "e", "b", "d"} {
-		b.tenant(t, ctx, id)
+		b.tenant(t, id)
 	}
 
 	first, err := b.store.ListTenants(ctx, store.ListParams[string]{Limit: 2})
