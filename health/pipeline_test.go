@@ -26,6 +26,7 @@ import (
 	"github.com/heraldhq/herald/internal/secretbox"
 	"github.com/heraldhq/herald/internal/ssrf"
 	"github.com/heraldhq/herald/internal/testclock"
+	"github.com/heraldhq/herald/internal/testfactory"
 	"github.com/heraldhq/herald/internal/webhooktest"
 	"github.com/heraldhq/herald/migrations"
 	"github.com/heraldhq/herald/outbox"
@@ -175,10 +176,7 @@ func TestDeadEndpointIsDisabledAndReplayedAfterReEnabling(t *testing.T) {
 	require.NoError(t, err)
 	t.Cleanup(func() { _ = tx.Rollback(context.Background()) })
 	first := b.publish(t, ctx)
-	deliveryID := uuid.Must(uuid.NewV7())
-	_, err = b.pool.Exec(ctx, "INSERT INTO herald.deliveries (id, message_id, endpoint_id, tenant_id) VALUES ($1, $2, $3, 'acme')",
-		deliveryID, first, b.endpoint.ID)
-	require.NoError(t, err)
+	deliveryID := testfactory.Delivery(t, b.pool, &testfactory.DeliveryOpts{MessageID: first, EndpointID: b.endpoint.ID}).ID
 	b.startDispatcher(t)
 
 	result, err := stepped.Work(ctx, t, tx, delivery.Args{DeliveryID: deliveryID, EndpointID: b.endpoint.ID}, nil)

@@ -12,7 +12,9 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/heraldhq/herald/health"
+	"github.com/heraldhq/herald/internal/deliverystatus"
 	"github.com/heraldhq/herald/internal/pgtest"
+	"github.com/heraldhq/herald/internal/testfactory"
 )
 
 var t0 = time.Date(2026, 12, 2, 12, 0, 0, 0, time.UTC)
@@ -31,15 +33,13 @@ func setup(t *testing.T) *testBundle {
 	return &testBundle{pool: pool, tracker: health.New(health.Config{}), endpoint: insertEndpoint(t, pool, "acme")}
 }
 
+// insertEndpoint inserts tenant and an endpoint of it.
 func insertEndpoint(t *testing.T, pool *pgxpool.Pool, tenant string) uuid.UUID {
 	t.Helper()
-	ctx := context.Background()
-	_, err := pool.Exec(ctx, "INSERT INTO herald.tenants (id) VALUES ($1) ON CONFLICT DO NOTHING", tenant)
-	require.NoError(t, err)
-	id := uuid.Must(uuid.NewV7())
-	_, err = pool.Exec(ctx, "INSERT INTO herald.endpoints (id, tenant_id, url, description) VALUES ($1, $2, 'https://hooks.example.com/in', 'billing')", id, tenant)
-	require.NoError(t, err)
-	return id
+	testfactory.Tenant(t, pool, &testfactory.TenantOpts{ID: tenant})
+	return testfactory.Endpoint(t, pool, &testfactory.EndpointOpts{
+		TenantID: tenant, URL: "https://hooks.example.com/in", Description: "billing",
+	}).ID
 }
 
 // inTx runs fn in a transaction and commits it.
@@ -278,17 +278,11 @@ func TestOpsTenantEventsAboutItselfAreNotPublished(t *testing.T) {
 	require.Empty(t, opsMessages(t, bundle.pool), "but no event about it feeds back into it")
 }
 
-func insertDelivery(t *testing.T, pool *pgxpool.Pool, endpoint uuid.UUID, status string) uuid.UUID {
+// insertDelivery inserts an invoice.paid message and its delivery to
+// endpoint with status.
+func insertDelivery(t *testing.T, pool *pgxpool.Pool, endpoint uuid.UUID, status deliverystatus.Status) uuid.UUID {
 	t.Helper()
-	ctx := context.Background()
-	message, delivery := uuid.Must(uuid.NewV7()), uuid.Must(uuid.NewV7())
-	_, err := pool.Exec(ctx, `INSERT INTO herald.messages (id, tenant_id, event_type, object_id, object_version, body)
-		SELECT $1, tenant_id, 'invoice.paid', 'inv_1', 1, '{}' FROM herald.endpoints WHERE id = $2`, message, endpoint)
-	require.NoError(t, err)
-	_, err = pool.Exec(ctx, `INSERT INTO herald.deliveries (id, message_id, endpoint_id, tenant_id, status)
-		SELECT $1, $2, id, tenant_id, $3 FROM herald.endpoints WHERE id = $4`, delivery, message, status, endpoint)
-	require.NoError(t, err)
-	return delivery
+	return testfactory.Delivery(t, pool, &testfactory.DeliveryOpts{EndpointID: endpoint, Status: status}).ID
 }
 
 func deliveryStatus(t *testing.T, pool *pgxpool.Pool, id uuid.UUID) string {

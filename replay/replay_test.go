@@ -12,7 +12,9 @@ import (
 	"github.com/riverqueue/river/riverdriver/riverpgxv5"
 	"github.com/stretchr/testify/require"
 
+	"github.com/heraldhq/herald/internal/deliverystatus"
 	"github.com/heraldhq/herald/internal/pgtest"
+	"github.com/heraldhq/herald/internal/testfactory"
 	"github.com/heraldhq/herald/migrations"
 	"github.com/heraldhq/herald/replay"
 )
@@ -30,10 +32,11 @@ func setup(t *testing.T) *testBundle {
 	pool := pgtest.NewPool(t)
 	jobs, err := river.NewClient(riverpgxv5.New(pool), &river.Config{Schema: migrations.Schema})
 	require.NoError(t, err)
-	b := &testBundle{ctx: ctx, pool: pool, jobs: jobs, endpoint: uuid.Must(uuid.NewV7())}
-	b.exec(t, "INSERT INTO herald.tenants (id) VALUES ('acme'), ('globex')")
-	b.exec(t, "INSERT INTO herald.endpoints (id, tenant_id, url) VALUES ($1, 'acme', 'https://example.com/hook')", b.endpoint)
-	return b
+	for _, id := range []string{"acme", "globex"} {
+		testfactory.Tenant(t, pool, &testfactory.TenantOpts{ID: id})
+	}
+	endpoint := testfactory.Endpoint(t, pool, &testfactory.EndpointOpts{TenantID: "acme"})
+	return &testBundle{ctx: ctx, pool: pool, jobs: jobs, endpoint: endpoint.ID}
 }
 
 func (b *testBundle) exec(t *testing.T, sql string, args ...any) {
@@ -42,19 +45,21 @@ func (b *testBundle) exec(t *testing.T, sql string, args ...any) {
 	require.NoError(t, err)
 }
 
-// message inserts a message of tenant published at createdAt and, when
-// status is not empty, its delivery to the bundle's endpoint.
+// message inserts a message of tenant published (and fanned out) at
+// createdAt and, when status is not empty, its delivery to the bundle's
+// endpoint, first attempted then and settled unless pending.
 func (b *testBundle) message(t *testing.T, tenant string, createdAt time.Time, status string) (message, delivery uuid.UUID) {
 	t.Helper()
-	message = uuid.Must(uuid.NewV7())
-	b.exec(t, `INSERT INTO herald.messages (id, tenant_id, event_type, object_id, object_version, body, created_at, dispatched_at)
-VALUES ($1, $2, 'invoice.paid', 'inv', 1, '{}', $3, $3)`, message, tenant, createdAt)
-	if status != "" {
-		delivery = uuid.Must(uuid.NewV7())
-		b.exec(t, `INSERT INTO herald.deliveries (id, message_id, endpoint_id, tenant_id, status, first_attempt_at, completed_at)
-VALUES ($1, $2, $3, $4, $5, $6, CASE WHEN $5 = 'pending' THEN NULL ELSE now() END)`, delivery, message, b.endpoint, tenant, status, createdAt)
+	message = testfactory.Message(t, b.pool, &testfactory.MessageOpts{TenantID: tenant, CreatedAt: &createdAt, DispatchedAt: &createdAt}).ID
+	if status == "" {
+		return message, uuid.Nil
 	}
-	return message, delivery
+	opts := &testfactory.DeliveryOpts{MessageID: message, EndpointID: b.endpoint, Status: deliverystatus.Status(status), FirstAttemptAt: &createdAt}
+	if opts.Status != deliverystatus.Pending {
+		now := time.Now()
+		opts.CompletedAt = &now
+	}
+	return message, testfactory.Delivery(t, b.pool, opts).ID
 }
 
 func (b *testBundle) status(t *testing.T, delivery uuid.UUID) string {

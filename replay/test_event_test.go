@@ -7,14 +7,14 @@ import (
 	"github.com/jackc/pgx/v5"
 	"github.com/stretchr/testify/require"
 
+	"github.com/heraldhq/herald/internal/testfactory"
 	"github.com/heraldhq/herald/replay"
 )
 
 func TestSendTestEventReachesOneEndpoint(t *testing.T) {
 	t.Parallel()
 	b := setup(t)
-	other := uuid.Must(uuid.NewV7())
-	b.exec(t, "INSERT INTO herald.endpoints (id, tenant_id, url) VALUES ($1, 'acme', 'https://example.com/other')", other)
+	testfactory.Endpoint(t, b.pool, &testfactory.EndpointOpts{TenantID: "acme", URL: "https://example.com/other"})
 
 	var id uuid.UUID
 	err := pgx.BeginFunc(b.ctx, b.pool, func(tx pgx.Tx) error {
