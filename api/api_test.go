@@ -19,6 +19,7 @@ import (
 	"github.com/heraldhq/herald/internal/pgtest"
 	"github.com/heraldhq/herald/internal/secretbox"
 	"github.com/heraldhq/herald/internal/ssrf"
+	"github.com/heraldhq/herald/internal/testfactory"
 	"github.com/heraldhq/herald/store"
 )
 
@@ -40,8 +41,8 @@ func setup(t testing.TB, guard ...*ssrf.Guard) *testBundle {
 	t.Helper()
 	ctx := context.Background()
 	pool := pgtest.NewPool(t)
-	_, err := pool.Exec(ctx, "INSERT INTO herald.tenants (id, name) VALUES ('acme', 'Acme'), ('globex', 'Globex')")
-	require.NoError(t, err)
+	testfactory.Tenant(t, pool, &testfactory.TenantOpts{ID: "acme", Name: "Acme"})
+	testfactory.Tenant(t, pool, &testfactory.TenantOpts{ID: "globex", Name: "Globex"})
 	secretKey := secretbox.Generate()
 	box, err := secretbox.Parse(secretKey)
 	require.NoError(t, err)

@@ -29,7 +29,7 @@ func (b *testBundle) seedAcme(t *testing.T) acmeObjects {
 	require.Equal(t, http.StatusAccepted, resp.Status)
 	var m messageView
 	resp.Decode(t, &m)
-	b.addDelivery(t, m.ID, uuid.MustParse(e.ID), "acme", "failed", "failed")
+	b.addDelivery(t, m.ID, uuid.MustParse(e.ID), "failed", "failed")
 	k, _, err := auth.CreateAPIKey(b.ctx, b.pool, "acme", "acme-private-key")
 	require.NoError(t, err)
 	secret := b.do(t, b.acme, "GET", "/v1/tenants/acme/endpoints/"+e.ID+"/secret", nil).JSON(t)["secret"].(string)

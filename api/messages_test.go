@@ -9,6 +9,9 @@ import (
 
 	"github.com/google/uuid"
 	"github.com/stretchr/testify/require"
+
+	"github.com/heraldhq/herald/internal/deliverystatus"
+	"github.com/heraldhq/herald/internal/testfactory"
 )
 
 type messageView struct {
@@ -108,22 +111,18 @@ func TestConcurrentRepeatsPublishOnce(t *testing.T) {
 // addEndpoint inserts an endpoint row for tenant and returns its id.
 func (b *testBundle) addEndpoint(t *testing.T, tenant string) uuid.UUID {
 	t.Helper()
-	id := uuid.Must(uuid.NewV7())
-	_, err := b.pool.Exec(b.ctx, "INSERT INTO herald.endpoints (id, tenant_id, url) VALUES ($1, $2, 'https://example.com/hook')", id, tenant)
-	require.NoError(t, err)
-	return id
+	return testfactory.Endpoint(t, b.pool, &testfactory.EndpointOpts{TenantID: tenant}).ID
 }
 
 // addDelivery inserts a delivery of message to endpoint with status, and
 // one attempt with outcome when outcome is not empty.
-func (b *testBundle) addDelivery(t *testing.T, message string, endpoint uuid.UUID, tenant, status, outcome string) uuid.UUID {
+func (b *testBundle) addDelivery(t *testing.T, message string, endpoint uuid.UUID, status, outcome string) uuid.UUID {
 	t.Helper()
-	id := uuid.Must(uuid.NewV7())
-	_, err := b.pool.Exec(b.ctx, "INSERT INTO herald.deliveries (id, message_id, endpoint_id, tenant_id, status) VALUES ($1, $2, $3, $4, $5)",
-		id, message, endpoint, tenant, status)
-	require.NoError(t, err)
+	id := testfactory.Delivery(t, b.pool, &testfactory.DeliveryOpts{
+		MessageID: uuid.MustParse(message), EndpointID: endpoint, Status: deliverystatus.Status(status),
+	}).ID
 	if outcome != "" {
-		_, err = b.pool.Exec(b.ctx, `INSERT INTO herald.attempts (id, delivery_id, message_id, endpoint_id, attempt_number, trigger, started_at, duration_ms, status_code, outcome)
+		_, err := b.pool.Exec(b.ctx, `INSERT INTO herald.attempts (id, delivery_id, message_id, endpoint_id, attempt_number, trigger, started_at, duration_ms, status_code, outcome)
 VALUES ($1, $2, $3, $4, 1, 'scheduled', now(), 12, 200, $5)`, uuid.Must(uuid.NewV7()), id, message, endpoint, outcome)
 		require.NoError(t, err)
 	}
@@ -137,8 +136,8 @@ func TestListAndGetMessagesWithDeliveriesAndAttempts(t *testing.T) {
 	paid := b.publish(t, b.acme, "acme", "invoice.paid", "inv_1")
 	created := b.publish(t, b.acme, "acme", "invoice.created", "inv_2")
 	b.publish(t, b.globex, "globex", "invoice.paid", "inv_9")
-	b.addDelivery(t, paid.ID, ep, "acme", "succeeded", "succeeded")
-	b.addDelivery(t, created.ID, ep, "acme", "failed", "failed")
+	b.addDelivery(t, paid.ID, ep, "succeeded", "succeeded")
+	b.addDelivery(t, created.ID, ep, "failed", "failed")
 
 	var list messageList
 	b.do(t, b.acme, "GET", "/v1/tenants/acme/messages", nil).Decode(t, &list)
@@ -188,7 +187,7 @@ func TestEndpointStatsCountOutcomes(t *testing.T) {
 	ep := b.addEndpoint(t, "acme")
 	for i, outcome := range []string{"succeeded", "succeeded", "failed"} {
 		m := b.publish(t, b.acme, "acme", "invoice.paid", fmt.Sprint("inv_", i))
-		b.addDelivery(t, m.ID, ep, "acme", outcome, outcome)
+		b.addDelivery(t, m.ID, ep, outcome, outcome)
 	}
 	var stats struct {
 		Attempts   map[string]int `json:"attempts"`

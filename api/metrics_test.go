@@ -13,8 +13,8 @@ func TestMetricsAreReadFromTheDatabase(t *testing.T) {
 	b := setup(t)
 	ep := b.addEndpoint(t, "acme")
 	m := b.publish(t, b.acme, "acme", "invoice.paid", "inv_1")
-	b.addDelivery(t, m.ID, ep, "acme", "succeeded", "succeeded")
-	b.addDelivery(t, b.publish(t, b.acme, "acme", "invoice.paid", "inv_2").ID, ep, "acme", "failed", "failed")
+	b.addDelivery(t, m.ID, ep, "succeeded", "succeeded")
+	b.addDelivery(t, b.publish(t, b.acme, "acme", "invoice.paid", "inv_2").ID, ep, "failed", "failed")
 	_, err := b.pool.Exec(b.ctx, "UPDATE herald.messages SET dispatched_at = now() WHERE id = $1", uuid.MustParse(m.ID))
 	require.NoError(t, err)
 

@@ -15,7 +15,7 @@ func TestResendTestEventAndReplayRoutes(t *testing.T) {
 	e := b.createEndpoint(t, b.acme, "acme", map[string]any{"url": "https://example.com/hook"})
 	ep := uuid.MustParse(e.ID)
 	m := b.publish(t, b.acme, "acme", "invoice.paid", "inv_1")
-	d := b.addDelivery(t, m.ID, ep, "acme", "failed", "failed")
+	d := b.addDelivery(t, m.ID, ep, "failed", "failed")
 
 	path := "/v1/tenants/acme/messages/" + m.ID + "/endpoints/" + e.ID + "/resend"
 	resp := b.do(t, b.acme, "POST", path, nil)

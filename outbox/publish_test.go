@@ -15,6 +15,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/heraldhq/herald/internal/pgtest"
+	"github.com/heraldhq/herald/internal/testfactory"
 	"github.com/heraldhq/herald/outbox"
 )
 
@@ -28,8 +29,9 @@ func setup(t *testing.T) (*testBundle, context.Context) {
 	t.Helper()
 	ctx := context.Background()
 	pool := pgtest.NewPool(t)
-	_, err := pool.Exec(ctx, "INSERT INTO herald.tenants (id) VALUES ($1), ('globex')", tenant)
-	require.NoError(t, err)
+	for _, id := range []string{tenant, "globex"} {
+		testfactory.Tenant(t, pool, &testfactory.TenantOpts{ID: id})
+	}
 	return &testBundle{pool: pool}, ctx
 }
 
