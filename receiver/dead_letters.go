@@ -6,14 +6,17 @@ import (
 	"time"
 )
 
-// DeadLetter is an event that failed WorkerConfig.MaxAttempts times. Workers
-// no longer try it; it stays in the inbox, is never pruned, and runs again
-// after Redrive.
+// DeadLetter is an event whose attempts failed WorkerConfig.MaxAttempts
+// times: the handler returned an error or panicked, or the process died
+// while it handled the event alone. Workers no longer try it; it stays in the inbox, is never pruned, and runs
+// again after Redrive.
 type DeadLetter struct {
 	Event
-	// LastError is the error of the last attempt.
+	// LastError is the error of the last attempt; it starts with "lease
+	// lapsed" when the process handling the event died.
 	LastError string
-	// DeadAt is when the last attempt failed.
+	// DeadAt is when the last attempt failed, or when a worker found that
+	// its lease had lapsed.
 	DeadAt time.Time
 }
 

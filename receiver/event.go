@@ -46,7 +46,8 @@ type Event struct {
 	// ReceivedAt is when the inbox first stored the event.
 	ReceivedAt time.Time
 	// Attempts counts the earlier attempts to process the event that
-	// failed: 0 on the first attempt.
+	// failed, including those during which it killed its process: 0 on the
+	// first attempt.
 	Attempts int
 }
 

@@ -19,21 +19,53 @@ const (
 VALUES ($1, $2, $3, NULLIF($4::text, ''), NULLIF($5::bigint, 0), $6)
 ON CONFLICT (source, webhook_id) DO NOTHING`
 
-	// Worker: claim due events; rows another worker holds are skipped.
-	claimEvents = `SELECT id, source, webhook_id, coalesce(object_id, ''), coalesce(object_version, 0), payload, received_at, attempts
+	// Worker: find due events; rows another worker holds are skipped. A due
+	// event with a lease_expires_at is one whose lease lapsed.
+	selectDueEvents = `SELECT id, source, webhook_id, attempts, lease_expires_at IS NOT NULL, leased_alone
 FROM webhook_inbox.events
 WHERE processed_at IS NULL AND dead_at IS NULL AND next_attempt_at <= now()
 ORDER BY next_attempt_at, id
 LIMIT $1
 FOR UPDATE SKIP LOCKED`
-	markProcessed = `UPDATE webhook_inbox.events SET processed_at = clock_timestamp() WHERE id = $1`
-	// recordFailure counts a failed attempt; $4 makes the row a dead letter.
+	// leaseEvents leases $1 for $2 seconds, alone when $3, and counts the
+	// attempt. The attempt charged for a lapsed lease held with other
+	// events is taken back ($4 is the last_error of a lapsed lease held alone).
+	leaseEvents = `UPDATE webhook_inbox.events
+SET leases = leases + 1,
+    attempts = CASE WHEN lease_expires_at IS NOT NULL AND NOT leased_alone THEN attempts ELSE attempts + 1 END,
+    last_error = CASE WHEN lease_expires_at IS NOT NULL AND leased_alone THEN $4 ELSE last_error END,
+    lease_expires_at = now() + make_interval(secs => $2),
+    next_attempt_at = now() + make_interval(secs => $2),
+    leased_alone = $3
+WHERE id = ANY($1)
+RETURNING id, source, webhook_id, coalesce(object_id, ''), coalesce(object_version, 0), payload, received_at, attempts, leases`
+	// deadLetterLapsed ends the events $1, whose lease lapsed on their last
+	// attempt, with the error $2.
+	deadLetterLapsed = `UPDATE webhook_inbox.events
+SET dead_at = clock_timestamp(), last_error = $2, lease_expires_at = NULL, leased_alone = false
+WHERE id = ANY($1)`
+	// markProcessed is the first statement of an event's transaction: it
+	// takes the row lock, so no other worker claims the event while it is
+	// applied, and affects no row when lease $2 is no longer the event's.
+	// The attempt the lease counted succeeded: it is taken back.
+	markProcessed = `UPDATE webhook_inbox.events
+SET processed_at = clock_timestamp(), attempts = attempts - 1, lease_expires_at = NULL, leased_alone = false
+WHERE id = $1 AND leases = $2 AND processed_at IS NULL AND dead_at IS NULL`
+	// recordFailure ends lease $2 with a failed attempt, which the lease
+	// already counted; $5 makes the row a dead letter.
 	recordFailure = `UPDATE webhook_inbox.events
-SET attempts = attempts + 1,
-    last_error = $2,
-    next_attempt_at = clock_timestamp() + make_interval(secs => $3),
-    dead_at = CASE WHEN $4 THEN clock_timestamp() END
-WHERE id = $1`
+SET last_error = $3,
+    next_attempt_at = clock_timestamp() + make_interval(secs => $4),
+    dead_at = CASE WHEN $5 THEN clock_timestamp() END,
+    lease_expires_at = NULL,
+    leased_alone = false
+WHERE id = $1 AND leases = $2 AND processed_at IS NULL AND dead_at IS NULL`
+	// releaseLeases ends the leases ($1 events, $2 their lease numbers) of
+	// events a stopping worker did not apply: due now, the attempt taken back.
+	releaseLeases = `UPDATE webhook_inbox.events AS e
+SET attempts = e.attempts - 1, lease_expires_at = NULL, leased_alone = false, next_attempt_at = now()
+FROM unnest($1::bigint[], $2::integer[]) AS l(id, lease)
+WHERE e.id = l.id AND e.leases = l.lease AND e.processed_at IS NULL AND e.dead_at IS NULL`
 
 	// Dead letters.
 	selectDeadLetters = `SELECT id, source, webhook_id, payload, received_at, attempts, coalesce(last_error, ''), dead_at

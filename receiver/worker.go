@@ -1,14 +1,12 @@
 package receiver
 
 import (
-	"cmp"
 	"context"
 	"errors"
 	"fmt"
 	"log/slog"
 	"math/rand/v2"
 	"runtime/debug"
-	"slices"
 	"strings"
 	"time"
 
@@ -23,6 +21,9 @@ import (
 // by several workers at once: order updates with ApplyIfNewer. Do not commit
 // or roll back tx, and honour ctx: it is cancelled when the Worker stops.
 //
+// A handler that kills its process (os.Exit, a crash, running out of
+// memory) counts as a failed attempt too: see Worker.
+//
 // Effects outside the database (an email, another API) are not undone by a
 // rollback; give them the downstream service's idempotency key, such as
 // Event.WebhookID.
@@ -30,10 +31,12 @@ type HandleFunc func(ctx context.Context, tx pgx.Tx, ev Event) error
 
 // Defaults of WorkerConfig.
 const (
-	// DefaultBatchSize is how many events one transaction claims.
+	// DefaultBatchSize is how many events one lease claims.
 	DefaultBatchSize = 10
 	// DefaultMaxAttempts is how many failures make an event a dead letter.
 	DefaultMaxAttempts = 5
+	// DefaultLeaseDuration is how long a claim reserves its events.
+	DefaultLeaseDuration = time.Minute
 	// DefaultPollInterval is the pause between looks at an idle inbox.
 	DefaultPollInterval = time.Second
 	// DefaultPruneInterval is how often a running Worker calls Prune.
@@ -42,13 +45,24 @@ const (
 
 // WorkerConfig configures a Worker. The zero value is ready to use.
 type WorkerConfig struct {
-	// BatchSize is how many events one transaction claims and processes.
-	// Defaults to 10. Zero means the default.
+	// BatchSize is how many events one lease claims; each is then applied
+	// in a transaction of its own. Defaults to 10. Zero means the default.
 	BatchSize int
 
 	// MaxAttempts is how many times an event is tried before it becomes a
-	// dead letter. Defaults to 5. Zero means the default.
+	// dead letter: attempts whose handler failed or panicked, and attempts
+	// during which the event, handled alone, killed its process. Defaults
+	// to 5. Zero means the default.
 	MaxAttempts int
+
+	// LeaseDuration is how long a claim reserves its events for this
+	// worker. When the worker dies, its events are claimed again after
+	// this long, so it is also the pause between the deaths an event that
+	// kills its process causes. Make it longer than a batch takes to apply:
+	// an event whose lease lapses before its turn in the batch goes to
+	// another worker (never applied twice, but retried alone). Defaults to
+	// 1 min (DefaultLeaseDuration). Zero means the default.
+	LeaseDuration time.Duration
 
 	// PollInterval is how long the worker waits before looking for events
 	// again after it found fewer than a full batch. Defaults to 1 s. Zero
@@ -76,15 +90,19 @@ type WorkerConfig struct {
 	Logger *slog.Logger
 }
 
-// Worker processes the inbox: it claims due events with FOR UPDATE SKIP
-// LOCKED, so any number of workers in any number of processes share the
-// work without taking the same event, and calls its HandleFunc for each in
-// the transaction that marks the event processed. A process that dies
-// mid-batch leaves its events unprocessed for the next claim: nothing is
-// lost and nothing is applied twice.
+// Worker processes the inbox. It leases a batch of due events with FOR
+// UPDATE SKIP LOCKED, so any number of workers in any number of processes
+// share the work without taking the same event, counting an attempt on each
+// and committing before it applies any. It then calls its HandleFunc for
+// each event in a transaction of the event's own, the one that marks it
+// processed: nothing is lost and nothing is applied twice.
 //
 // A failing event is retried after RetryDelay and becomes a dead letter
-// after MaxAttempts; it never holds back the events behind it.
+// after MaxAttempts; it never holds back the events behind it. Neither does
+// an event that kills its process: the lease has counted the attempt, so
+// after LeaseDuration the event is retried alone and after MaxAttempts such
+// deaths it is a dead letter, while the events leased with it are retried
+// without being charged (see lease.go for why this holds).
 type Worker struct {
 	db     DB
 	handle HandleFunc
@@ -98,9 +116,9 @@ func NewWorker(db DB, handle HandleFunc, cfg WorkerConfig) (*Worker, error) {
 	if db == nil || handle == nil {
 		return nil, errors.New("new worker: the database and the HandleFunc are required")
 	}
-	if cfg.BatchSize < 0 || cfg.MaxAttempts < 0 || cfg.PollInterval < 0 {
-		return nil, fmt.Errorf("new worker: BatchSize (%d), MaxAttempts (%d) and PollInterval (%s) must not be negative; zero means the default",
-			cfg.BatchSize, cfg.MaxAttempts, cfg.PollInterval)
+	if cfg.BatchSize < 0 || cfg.MaxAttempts < 0 || cfg.PollInterval < 0 || cfg.LeaseDuration < 0 {
+		return nil, fmt.Errorf("new worker: BatchSize (%d), MaxAttempts (%d), PollInterval (%s) and LeaseDuration (%s) must not be negative; zero means the default",
+			cfg.BatchSize, cfg.MaxAttempts, cfg.PollInterval, cfg.LeaseDuration)
 	}
 	retention, err := checkRetention(cfg.Retention)
 	if err != nil {
@@ -115,6 +133,9 @@ func NewWorker(db DB, handle HandleFunc, cfg WorkerConfig) (*Worker, error) {
 	}
 	if cfg.PollInterval == 0 {
 		cfg.PollInterval = DefaultPollInterval
+	}
+	if cfg.LeaseDuration == 0 {
+		cfg.LeaseDuration = DefaultLeaseDuration
 	}
 	if cfg.RetryDelay == nil {
 		cfg.RetryDelay = DefaultRetryDelay
@@ -166,7 +187,7 @@ func (w *Worker) Run(ctx context.Context) error {
 		case <-pruneTick:
 			w.prune(ctx)
 		case <-poll.C:
-			n, err := w.ProcessBatch(ctx)
+			_, more, err := w.processBatch(ctx)
 			switch {
 			case ctx.Err() != nil:
 				return nil
@@ -176,8 +197,8 @@ func (w *Worker) Run(ctx context.Context) error {
 				w.cfg.Logger.ErrorContext(ctx, "webhook worker: batch failed; retrying", "error", err, "retry_in", w.cfg.PollInterval)
 			}
 			next := w.cfg.PollInterval
-			if err == nil && n == w.cfg.BatchSize {
-				next = 0 // a full batch: more are probably waiting
+			if err == nil && more {
+				next = 0
 			}
 			poll.Reset(next)
 		}
@@ -197,103 +218,79 @@ func (w *Worker) prune(ctx context.Context) {
 	}
 }
 
-// ProcessBatch claims up to BatchSize due events in one transaction and
-// handles each in a savepoint of it, then commits. Events are handled in
-// order of source, object ID and version, so that concurrent batches lock
-// the same objects in the same order. It returns how many
-// events it handled, succeeded or failed; 0 means none was due. A failing
-// event does not fail the batch: its savepoint is rolled back and the
-// failure recorded. The error is for the batch itself (the database, also
-// when its connection broke while an event was handled, which counts
-// against no event) or ctx. Run calls it in a loop; call it directly to process the inbox from
-// a scheduler of your own.
+// ProcessBatch leases up to BatchSize due events and commits, then applies
+// each in a transaction of its own that marks it processed. It returns how
+// many events it handled, succeeded or failed; 0 means none was due (or
+// the only ones due had lapsed on their last attempt and are now dead
+// letters). A failing event does not fail the batch: its transaction is
+// rolled back and the failure recorded. The error is for the batch itself
+// (the database, also when its connection broke while an event was
+// handled, which counts against no event) or ctx; the events not yet
+// applied are then released, due at once and uncharged. Run calls it in a
+// loop; call it directly to process the inbox from a scheduler of your own.
 func (w *Worker) ProcessBatch(ctx context.Context) (int, error) {
-	tx, err := w.db.Begin(ctx)
+	n, _, err := w.processBatch(ctx)
+	return n, err
+}
+
+// processBatch is ProcessBatch; more reports that other events may be due
+// already.
+func (w *Worker) processBatch(ctx context.Context) (handled int, more bool, err error) {
+	events, more, err := w.claimLeases(ctx)
 	if err != nil {
-		return 0, fmt.Errorf("process batch: begin: %w", err)
-	}
-	defer func() { _ = tx.Rollback(context.WithoutCancel(ctx)) }()
-	events, err := claimDue(ctx, tx, w.cfg.BatchSize)
-	if err != nil {
-		return 0, err
+		return 0, false, fmt.Errorf("process batch: %w", err)
 	}
 	for i := range events {
-		ev := &events[i]
-		runErr := w.runInSavepoint(ctx, tx, ev)
-		if runErr == nil {
-			continue
+		if err := w.applyLeased(ctx, &events[i]); err != nil {
+			w.release(ctx, events[i:])
+			return handled, false, fmt.Errorf("process batch: %w", err)
 		}
-		if ctx.Err() != nil {
-			// Stopping is not the event's fault: roll back, count nothing.
-			return 0, ctx.Err()
-		}
-		if tx.Conn().IsClosed() {
-			// Nor is a connection that broke (the database restarted):
-			// the batch is claimed again once the database is back.
-			return 0, fmt.Errorf("process batch: the database connection broke while handling event %d: %w", ev.ID, runErr)
-		}
-		if err := w.recordFailure(ctx, tx, ev, runErr); err != nil {
-			// The batch transaction is unusable. Give up on it, then count
-			// the attempt on its own so that an event which breaks the
-			// transaction still reaches the dead letters.
-			_ = tx.Rollback(ctx)
-			if err := w.recordFailure(ctx, w.db, ev, runErr); err != nil {
-				return 0, fmt.Errorf("process batch: record failure of event %d: %w", ev.ID, err)
-			}
-			return 0, fmt.Errorf("process batch: event %d broke the transaction, batch rolled back: %w", ev.ID, runErr)
-		}
+		handled++
 	}
-	if err := tx.Commit(ctx); err != nil {
-		return 0, fmt.Errorf("process batch: commit: %w", err)
-	}
-	return len(events), nil
+	return handled, more, nil
 }
 
-// claimDue claims up to limit due events and returns them in the order
-// they are to be applied: by source, object and version. Handlers lock
-// per-object rows (ApplyIfNewer does) until the batch commits; taking them
-// in one order in every batch means two workers whose batches share objects
-// wait for each other instead of deadlocking, which would fail an event
-// for no fault of its own.
-func claimDue(ctx context.Context, tx pgx.Tx, limit int) ([]Event, error) {
-	rows, err := tx.Query(ctx, claimEvents, limit)
-	if err != nil {
-		return nil, fmt.Errorf("process batch: claim: %w", err)
+// applyLeased applies one leased event in its own transaction and records the
+// outcome. It returns an error only when the failure is not the event's:
+// ctx is done or the database failed.
+func (w *Worker) applyLeased(ctx context.Context, ev *leasedEvent) error {
+	if err := decodePayload(ev.Payload, &ev.Event); err != nil {
+		return w.recordFailure(ctx, ev, err)
 	}
-	events, err := pgx.CollectRows(rows, func(row pgx.CollectableRow) (Event, error) {
-		var ev Event
-		err := row.Scan(&ev.ID, &ev.Source, &ev.WebhookID, &ev.ObjectID, &ev.Version, &ev.Payload, &ev.ReceivedAt, &ev.Attempts)
-		return ev, err
-	})
+	tx, err := w.db.Begin(ctx)
 	if err != nil {
-		return nil, fmt.Errorf("process batch: claim: %w", err)
+		return fmt.Errorf("event %d: begin: %w", ev.ID, err)
 	}
-	slices.SortStableFunc(events, func(a, b Event) int {
-		return cmp.Or(cmp.Compare(a.Source, b.Source), cmp.Compare(a.ObjectID, b.ObjectID), cmp.Compare(a.Version, b.Version))
-	})
-	return events, nil
+	defer func() { _ = tx.Rollback(context.WithoutCancel(ctx)) }()
+	tag, err := tx.Exec(ctx, markProcessed, ev.ID, ev.lease)
+	if err != nil {
+		return fmt.Errorf("event %d: mark processed: %w", ev.ID, err)
+	}
+	if tag.RowsAffected() == 0 {
+		w.cfg.Logger.WarnContext(ctx, "webhook worker: event's lease lapsed and another worker took it before this one applied it; skipping it",
+			"source", ev.Source, "webhook_id", ev.WebhookID, "lease_duration", w.cfg.LeaseDuration)
+		return nil
+	}
+	runErr := w.callHandler(ctx, tx, &ev.Event)
+	if runErr == nil {
+		runErr = tx.Commit(ctx)
+	}
+	switch {
+	case runErr == nil:
+		return nil
+	case ctx.Err() != nil:
+		// Stopping is not the event's fault: roll back, count nothing.
+		return ctx.Err()
+	case tx.Conn().IsClosed():
+		// Nor is a connection that broke (the database restarted).
+		return fmt.Errorf("the database connection broke while handling event %d: %w", ev.ID, runErr)
+	}
+	_ = tx.Rollback(ctx)
+	return w.recordFailure(ctx, ev, runErr)
 }
 
-// runInSavepoint applies ev and marks it processed in a savepoint of tx,
-// releasing it on success and rolling back to it on failure.
-func (w *Worker) runInSavepoint(ctx context.Context, tx pgx.Tx, ev *Event) error {
-	sp, err := tx.Begin(ctx)
-	if err != nil {
-		return fmt.Errorf("savepoint: %w", err)
-	}
-	err = w.apply(ctx, sp, ev)
-	if err == nil {
-		err = sp.Commit(ctx)
-	}
-	if err != nil {
-		if rbErr := sp.Rollback(ctx); rbErr != nil && !errors.Is(rbErr, pgx.ErrTxClosed) {
-			return errors.Join(err, fmt.Errorf("roll back to savepoint: %w", rbErr))
-		}
-	}
-	return err
-}
-
-func (w *Worker) apply(ctx context.Context, tx pgx.Tx, ev *Event) (err error) {
+// callHandler runs the handler, turning a panic into an error.
+func (w *Worker) callHandler(ctx context.Context, tx pgx.Tx, ev *Event) (err error) {
 	defer func() {
 		if r := recover(); r != nil {
 			err = fmt.Errorf("panic: %v", r)
@@ -301,29 +298,17 @@ func (w *Worker) apply(ctx context.Context, tx pgx.Tx, ev *Event) (err error) {
 				"source", ev.Source, "webhook_id", ev.WebhookID, "panic", r, "stack", string(debug.Stack()))
 		}
 	}()
-	if err := decodePayload(ev.Payload, ev); err != nil {
-		return err
-	}
-	if err := w.handle(ctx, tx, *ev); err != nil {
-		return err
-	}
-	if _, err := tx.Exec(ctx, markProcessed, ev.ID); err != nil {
-		return fmt.Errorf("mark processed: %w", err)
-	}
-	return nil
+	return w.handle(ctx, tx, *ev)
 }
 
-// execer is the part of DB and pgx.Tx that recordFailure needs.
-type execer interface {
-	Exec(ctx context.Context, sql string, args ...any) (pgconn.CommandTag, error)
-}
-
-func (w *Worker) recordFailure(ctx context.Context, db execer, ev *Event, runErr error) error {
+// recordFailure ends ev's lease with a failed attempt, which the lease
+// counted, and schedules the retry or makes ev a dead letter.
+func (w *Worker) recordFailure(ctx context.Context, ev *leasedEvent, runErr error) error {
 	attempt := ev.Attempts + 1
 	dead := attempt >= w.cfg.MaxAttempts
 	delay := max(0, w.cfg.RetryDelay(attempt))
-	if _, err := db.Exec(ctx, recordFailure, ev.ID, storableText(runErr.Error()), delay.Seconds(), dead); err != nil {
-		return err
+	if _, err := w.db.Exec(ctx, recordFailure, ev.ID, ev.lease, storableText(runErr.Error()), delay.Seconds(), dead); err != nil {
+		return fmt.Errorf("record failure of event %d: %w", ev.ID, err)
 	}
 	log := w.cfg.Logger.With("source", ev.Source, "webhook_id", ev.WebhookID, "type", ev.Type,
 		"attempt", attempt, "max_attempts", w.cfg.MaxAttempts, "error", runErr)

@@ -237,6 +237,77 @@ func TestWorker(t *testing.T) {
 		require.Zero(t, attempts, "the broken connection must not count as a failed attempt")
 	})
 
+	// A worker that stops mid-batch keeps what it applied and hands the
+	// rest back at once, uncharged, instead of letting their lease lapse.
+	t.Run("StoppingReleasesTheEventsItDidNotApply", func(t *testing.T) {
+		t.Parallel()
+		bundle := setup(t)
+		for i := range 3 {
+			bundle.storeEvent(t, "acme", fmt.Sprintf("msg_%d", i), "account.credited", creditData{Account: "acct_1", Amount: 100})
+		}
+		ctx, cancel := context.WithCancel(bundle.ctx)
+		defer cancel()
+		handle := func(ctx context.Context, tx pgx.Tx, ev receiver.Event) error {
+			if ev.WebhookID == "msg_1" {
+				cancel()
+				return ctx.Err()
+			}
+			return creditHandler(ctx, tx, ev)
+		}
+		w := newWorker(t, bundle, handle, receiver.WorkerConfig{LeaseDuration: time.Hour})
+
+		_, err := w.ProcessBatch(ctx)
+		require.ErrorIs(t, err, context.Canceled)
+		require.EqualValues(t, 100, bundle.credits(t, "acct_1"), "msg_0 committed in its own transaction")
+		var charged, leased int
+		require.NoError(t, bundle.pool.QueryRow(bundle.ctx, `SELECT count(*) FILTER (WHERE attempts > 0), count(*) FILTER (WHERE lease_expires_at IS NOT NULL)
+FROM webhook_inbox.events WHERE processed_at IS NULL`).Scan(&charged, &leased))
+		require.Zero(t, charged, "stopping is not the events' fault")
+		require.Zero(t, leased)
+
+		next := newWorker(t, bundle, creditHandler, receiver.WorkerConfig{})
+		require.Equal(t, 2, drain(t, bundle.ctx, next), "released events are due at once, not when the hour-long lease would lapse")
+		require.EqualValues(t, 300, bundle.credits(t, "acct_1"))
+	})
+
+	// A worker slower than its lease loses the events it had not started
+	// to another worker, and then applies nothing of theirs.
+	t.Run("ALeaseTakenOverIsNotAppliedTwice", func(t *testing.T) {
+		t.Parallel()
+		bundle := setup(t)
+		bundle.storeEvent(t, "acme", "msg_1", "account.credited", creditData{Account: "acct_1", Amount: 100})
+		bundle.storeEvent(t, "acme", "msg_2", "account.credited", creditData{Account: "acct_1", Amount: 100})
+		entered, proceed := make(chan struct{}), make(chan struct{})
+		slow := newWorker(t, bundle, func(ctx context.Context, tx pgx.Tx, ev receiver.Event) error {
+			if ev.WebhookID == "msg_1" {
+				close(entered)
+				<-proceed // msg_2 waits behind msg_1 while their lease lapses
+			}
+			return creditHandler(ctx, tx, ev)
+		}, receiver.WorkerConfig{BatchSize: 2, LeaseDuration: 200 * time.Millisecond})
+		done := make(chan error, 1)
+		go func() { _, err := slow.ProcessBatch(bundle.ctx); done <- err }()
+		<-entered
+
+		// msg_1 is locked by the transaction applying it; msg_2 is free
+		// once the lease lapses.
+		other := newWorker(t, bundle, creditHandler, receiver.WorkerConfig{})
+		require.Eventually(t, func() bool {
+			n, err := other.ProcessBatch(bundle.ctx)
+			require.NoError(t, err)
+			return n == 1
+		}, 10*time.Second, 20*time.Millisecond)
+		close(proceed)
+		require.NoError(t, <-done)
+
+		require.EqualValues(t, 200, bundle.credits(t, "acct_1"), "each event applied once")
+		var unprocessed, charged int
+		require.NoError(t, bundle.pool.QueryRow(bundle.ctx, `SELECT count(*) FILTER (WHERE processed_at IS NULL), count(*) FILTER (WHERE attempts > 0)
+FROM webhook_inbox.events`).Scan(&unprocessed, &charged))
+		require.Zero(t, unprocessed)
+		require.Zero(t, charged, "a lapse of a batch's lease charges no event")
+	})
+
 	t.Run("FailedEventWaitsForItsRetryDelay", func(t *testing.T) {
 		t.Parallel()
 		bundle := setup(t)
@@ -345,6 +416,8 @@ FROM webhook_inbox.events`).Scan(&failed, &unprocessed))
 		_, err := receiver.NewWorker(bundle.pool, nil, receiver.WorkerConfig{})
 		require.ErrorContains(t, err, "HandleFunc are required")
 		_, err = receiver.NewWorker(bundle.pool, creditHandler, receiver.WorkerConfig{BatchSize: -1})
+		require.ErrorContains(t, err, "must not be negative")
+		_, err = receiver.NewWorker(bundle.pool, creditHandler, receiver.WorkerConfig{LeaseDuration: -time.Second})
 		require.ErrorContains(t, err, "must not be negative")
 		_, err = receiver.NewWorker(bundle.pool, creditHandler, receiver.WorkerConfig{Retention: 24 * time.Hour})
 		require.ErrorIs(t, err, receiver.ErrRetentionTooShort)

@@ -56,7 +56,9 @@ func runWorkerThatHangsBeforeCommit(url string) int {
 		time.Sleep(time.Hour)
 		return nil
 	}
-	w, err := receiver.NewWorker(pool, hang, receiver.WorkerConfig{PruneInterval: -1})
+	// A short lease, so the restarted worker need not wait a minute for
+	// this one's to lapse.
+	w, err := receiver.NewWorker(pool, hang, receiver.WorkerConfig{LeaseDuration: time.Second, PruneInterval: -1})
 	if err != nil {
 		fmt.Fprintln(os.Stderr, err)
 		return 1
@@ -279,9 +281,11 @@ func TestChecklist(t *testing.T) {
 		require.NoError(t, child.Process.Kill())
 		require.Error(t, child.Wait(), "the worker process was killed")
 
-		// Postgres rolls back the dead process's transaction and frees the
-		// row once it notices the closed connection; a restarted worker
-		// then claims the event and applies it.
+		// Postgres rolls back the dead process's transaction once it
+		// notices the closed connection, and the lease lapses; a restarted
+		// worker then claims the event and applies it, uncharged: it was
+		// leased as a batch, so its death is not proof that it killed the
+		// process.
 		require.Eventually(t, func() bool {
 			n, err := bundle.worker.ProcessBatch(bundle.ctx)
 			require.NoError(t, err)
