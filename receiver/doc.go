@@ -11,9 +11,10 @@
 //     ([Verify], [VerifyMiddleware], and the [Handler]).
 //  2. Store the event durably, then answer 200, and do the work from a
 //     queue: the [Handler] inserts into an inbox table, and a [Worker]
-//     applies each event in the same transaction that marks it processed,
-//     retrying failures and setting aside dead letters ([ListDeadLetters],
-//     [Redrive]).
+//     leases due events, then applies each in the transaction that marks
+//     it processed, retrying failures and setting aside dead letters
+//     ([ListDeadLetters], [Redrive]), also for an event that kills the
+//     process handling it.
 //  3. Deduplicate with a unique key committed with the side effect: the
 //     inbox's UNIQUE (source, webhook_id), or [Claim] for consumers that
 //     apply effects inside the request.
@@ -28,13 +29,40 @@
 // effects and the processed mark commit in one transaction:
 //
 //   - events: the inbox, UNIQUE (source, webhook_id), with the raw payload,
-//     received_at, attempts, last_error, processed_at and dead_at;
+//     received_at, attempts, last_error, next_attempt_at, processed_at and
+//     dead_at, and the lease: leases, lease_expires_at and leased_alone;
 //   - claims: the keys taken by Claim;
 //   - object_versions: the versions recorded by ApplyIfNewer;
 //   - schema_migrations: which of the package's migrations ran.
 //
 // Source names a sender, or a tenant of a multi-tenant consumer: webhook IDs
 // are unique only per source. Mount one Handler per source.
+//
+// # Leases
+//
+// A Worker claims a batch of due events with FOR UPDATE SKIP LOCKED and
+// leases them: it counts an attempt on each, moves next_attempt_at to the
+// end of the lease (WorkerConfig.LeaseDuration, 1 min by default) and
+// commits, before it applies any. Each event is then applied in its own
+// transaction, whose first statement marks it processed if the lease is
+// still this worker's; the handler's effects commit with that mark, and a
+// success takes the counted attempt back.
+//
+// The lease exists for the handler that kills its process (os.Exit, a
+// crash, running out of memory). Were the claim, the effects and the mark
+// one transaction, the death would roll the claim back with the rest: no
+// attempt counted, the same event claimed first again, and every process
+// that starts would die on it. With the lease the attempt is already
+// committed, and after LeaseDuration the event is claimable again. Since
+// a batch's death does not say which of its events caused it, the events
+// of a lapsed batch lease are retried one per lease, with their attempt
+// taken back; the death of a lease held alone is the event's own, and after
+// MaxAttempts of them (with any failures) the event is a dead letter. The
+// events behind it keep flowing meanwhile, and none is applied twice: a
+// worker whose lease was taken over applies nothing.
+//
+// A Worker that stops, or whose database connection breaks, hands the events
+// it did not apply back at once, uncharged.
 //
 // # Retention
 //
