@@ -78,9 +78,12 @@ func newConsumer(pool *pgxpool.Pool, secret signing.Secret, cfg Config, logger *
 	}
 	for range consumerWorkers {
 		w, err := receiver.NewWorker(pool, c.apply, receiver.WorkerConfig{
-			BatchSize:     50,
-			PollInterval:  100 * time.Millisecond,
-			RetryDelay:    func(int) time.Duration { return 200 * time.Millisecond },
+			BatchSize:    50,
+			PollInterval: 100 * time.Millisecond,
+			RetryDelay:   func(int) time.Duration { return 200 * time.Millisecond },
+			// A batch whose hand-back failed during the Postgres restart
+			// waits out its lease; a short one keeps the run's drain short.
+			LeaseDuration: 5 * time.Second,
 			PruneInterval: -1,
 			Logger:        logger,
 		})
