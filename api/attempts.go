@@ -1,6 +1,7 @@
 package api
 
 import (
+	"context"
 	"encoding/json"
 	"fmt"
 	"net/http"
@@ -8,8 +9,8 @@ import (
 
 	"github.com/go-chi/chi/v5"
 	"github.com/google/uuid"
-	"github.com/jackc/pgx/v5"
 
+	"github.com/heraldhq/herald/deliverylog"
 	"github.com/heraldhq/herald/internal/page"
 )
 
@@ -35,7 +36,7 @@ func (s *Server) listMessageAttempts(w http.ResponseWriter, r *http.Request) err
 	if err != nil {
 		return err
 	}
-	return s.listAttempts(w, r, listMessageAttempts, m.ID)
+	return s.listAttempts(w, r, deliverylog.ListMessageAttempts, m.ID)
 }
 
 func (s *Server) listEndpointAttempts(w http.ResponseWriter, r *http.Request) error {
@@ -43,35 +44,44 @@ func (s *Server) listEndpointAttempts(w http.ResponseWriter, r *http.Request) er
 	if err != nil {
 		return err
 	}
-	return s.listAttempts(w, r, listEndpointAttempts, id)
+	return s.listAttempts(w, r, deliverylog.ListEndpointAttempts, id)
 }
+
+// attemptLister is a read-model list of the attempts of a message or an
+// endpoint.
+type attemptLister func(ctx context.Context, db deliverylog.DB, tenantID string, owner uuid.UUID, f deliverylog.AttemptFilter, req page.Request) (page.Page[deliverylog.Attempt], error)
 
 // listAttempts pages through attempts, newest first, of the message or
 // endpoint owner, optionally within since/until.
-func (s *Server) listAttempts(w http.ResponseWriter, r *http.Request, query string, owner uuid.UUID) error {
+func (s *Server) listAttempts(w http.ResponseWriter, r *http.Request, list attemptLister, owner uuid.UUID) error {
 	req, err := pageRequest(r)
 	if err != nil {
 		return err
 	}
-	since, until, err := timeRange(r, time.Time{})
+	var f deliverylog.AttemptFilter
+	if f.Since, f.Until, err = timeRange(r, time.Time{}); err != nil {
+		return err
+	}
+	attempts, err := list(r.Context(), s.pool, chi.URLParam(r, "tenantID"), owner, f, req)
 	if err != nil {
 		return err
 	}
-	afterID, err := afterUUID(req)
-	if err != nil {
-		return err
+	return writePage(w, page.Page[Attempt]{Items: mapSlice(attempts.Items, attemptJSON), Next: attempts.Next})
+}
+
+func attemptJSON(a deliverylog.Attempt) Attempt {
+	return Attempt{
+		ID: a.ID, DeliveryID: a.DeliveryID, MessageID: a.MessageID, EndpointID: a.EndpointID,
+		AttemptNumber:  a.AttemptNumber,
+		Trigger:        a.Trigger,
+		StartedAt:      a.StartedAt,
+		DurationMS:     a.DurationMS,
+		RequestHeaders: a.RequestHeaders,
+		StatusCode:     a.StatusCode,
+		Error:          a.Error,
+		Response:       a.ResponseExcerpt,
+		Outcome:        a.Outcome,
 	}
-	rows, err := s.pool.Query(r.Context(), query, owner, since, until, req.AfterTime(), afterID, req.Size()+1)
-	if err != nil {
-		return fmt.Errorf("list attempts: %w", err)
-	}
-	attempts, err := pgx.CollectRows(rows, pgx.RowToStructByPos[Attempt])
-	if err != nil {
-		return fmt.Errorf("list attempts: %w", err)
-	}
-	return writePage(w, page.Trim(req, attempts, func(a Attempt) page.Cursor {
-		return page.Cursor{CreatedAt: a.StartedAt, ID: a.ID.String()}
-	}))
 }
 
 // endpointID reads the endpoint id from the path and checks that the

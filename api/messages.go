@@ -3,14 +3,13 @@ package api
 import (
 	"encoding/json"
 	"errors"
-	"fmt"
 	"net/http"
 	"time"
 
 	"github.com/go-chi/chi/v5"
 	"github.com/google/uuid"
-	"github.com/jackc/pgx/v5"
 
+	"github.com/heraldhq/herald/deliverylog"
 	"github.com/heraldhq/herald/internal/deliverystatus"
 	"github.com/heraldhq/herald/internal/page"
 )
@@ -26,7 +25,7 @@ type Message struct {
 	CreatedAt      time.Time       `json:"created_at"`
 	DispatchedAt   *time.Time      `json:"dispatched_at"`
 	// DeliveryCounts counts the message's deliveries by status.
-	DeliveryCounts map[string]int `json:"delivery_counts"`
+	DeliveryCounts map[deliverystatus.Status]int `json:"delivery_counts"`
 	// Deliveries is filled only when one message is fetched.
 	Deliveries []Delivery `json:"deliveries,omitempty"`
 }
@@ -39,18 +38,18 @@ type ObjectRef struct {
 
 // Delivery is one (message, endpoint) pair and how it is going.
 type Delivery struct {
-	ID             uuid.UUID  `json:"id"`
-	MessageID      uuid.UUID  `json:"message_id"`
-	EndpointID     uuid.UUID  `json:"endpoint_id"`
-	Status         string     `json:"status"`
-	AttemptCount   int        `json:"attempt_count"`
-	FirstAttemptAt *time.Time `json:"first_attempt_at"`
-	LastAttemptAt  *time.Time `json:"last_attempt_at"`
-	NextAttemptAt  *time.Time `json:"next_attempt_at"`
-	CompletedAt    *time.Time `json:"completed_at"`
-	LastStatusCode *int       `json:"last_status_code"`
-	LastError      *string    `json:"last_error"`
-	CreatedAt      time.Time  `json:"created_at"`
+	ID             uuid.UUID             `json:"id"`
+	MessageID      uuid.UUID             `json:"message_id"`
+	EndpointID     uuid.UUID             `json:"endpoint_id"`
+	Status         deliverystatus.Status `json:"status"`
+	AttemptCount   int                   `json:"attempt_count"`
+	FirstAttemptAt *time.Time            `json:"first_attempt_at"`
+	LastAttemptAt  *time.Time            `json:"last_attempt_at"`
+	NextAttemptAt  *time.Time            `json:"next_attempt_at"`
+	CompletedAt    *time.Time            `json:"completed_at"`
+	LastStatusCode *int                  `json:"last_status_code"`
+	LastError      *string               `json:"last_error"`
+	CreatedAt      time.Time             `json:"created_at"`
 }
 
 func (s *Server) listMessages(w http.ResponseWriter, r *http.Request) error {
@@ -59,47 +58,33 @@ func (s *Server) listMessages(w http.ResponseWriter, r *http.Request) error {
 		return err
 	}
 	q := r.URL.Query()
-	since, until, err := timeRange(r, time.Time{})
-	if err != nil {
+	var f deliverylog.MessageFilter
+	if f.Since, f.Until, err = timeRange(r, time.Time{}); err != nil {
 		return err
 	}
-	var eventType, status *string
-	var endpointID *uuid.UUID
 	if v := q.Get("event_type"); v != "" {
 		if !validEventType.MatchString(v) {
 			return invalidParam("event_type", "event_type must be "+eventTypeRule)
 		}
-		eventType = &v
+		f.EventType = v
 	}
 	if v := q.Get("status"); v != "" {
-		if _, err := deliverystatus.Parse(v); err != nil {
+		if f.Status, err = deliverystatus.Parse(v); err != nil {
 			return invalidParam("status", err.Error()+": it keeps messages with at least one delivery in that status")
 		}
-		status = &v
 	}
 	if v := q.Get("endpoint_id"); v != "" {
 		id, err := uuid.Parse(v)
 		if err != nil {
 			return invalidParam("endpoint_id", "endpoint_id must be an endpoint's id (a UUID)")
 		}
-		endpointID = &id
+		f.EndpointID = &id
 	}
-	afterID, err := afterUUID(req)
+	msgs, err := deliverylog.ListMessages(r.Context(), s.pool, chi.URLParam(r, "tenantID"), f, req)
 	if err != nil {
 		return err
 	}
-	rows, err := s.pool.Query(r.Context(), listMessages, chi.URLParam(r, "tenantID"),
-		eventType, status, endpointID, since, until, req.AfterTime(), afterID, req.Size()+1)
-	if err != nil {
-		return fmt.Errorf("list messages: %w", err)
-	}
-	msgs, err := pgx.CollectRows(rows, scanMessage)
-	if err != nil {
-		return fmt.Errorf("list messages: %w", err)
-	}
-	return writePage(w, page.Trim(req, msgs, func(m Message) page.Cursor {
-		return page.Cursor{CreatedAt: m.CreatedAt, ID: m.ID.String()}
-	}))
+	return writePage(w, page.Page[Message]{Items: mapSlice(msgs.Items, messageJSON), Next: msgs.Next})
 }
 
 func (s *Server) getMessage(w http.ResponseWriter, r *http.Request) error {
@@ -107,14 +92,11 @@ func (s *Server) getMessage(w http.ResponseWriter, r *http.Request) error {
 	if err != nil {
 		return err
 	}
-	rows, err := s.pool.Query(r.Context(), listMessageDeliveries, m.ID)
+	deliveries, err := deliverylog.ListDeliveries(r.Context(), s.pool, chi.URLParam(r, "tenantID"), m.ID)
 	if err != nil {
-		return fmt.Errorf("message %s deliveries: %w", m.ID, err)
+		return err
 	}
-	m.Deliveries, err = pgx.CollectRows(rows, pgx.RowToStructByPos[Delivery])
-	if err != nil {
-		return fmt.Errorf("message %s deliveries: %w", m.ID, err)
-	}
+	m.Deliveries = mapSlice(deliveries, deliveryJSON)
 	return writeJSON(w, http.StatusOK, m)
 }
 
@@ -124,38 +106,50 @@ func (s *Server) message(r *http.Request) (Message, error) {
 	if err != nil {
 		return Message{}, err
 	}
-	rows, err := s.pool.Query(r.Context(), selectMessage, chi.URLParam(r, "tenantID"), id)
-	if err != nil {
-		return Message{}, fmt.Errorf("message %s: %w", id, err)
-	}
-	m, err := pgx.CollectExactlyOneRow(rows, scanMessage)
-	if errors.Is(err, pgx.ErrNoRows) {
+	m, err := deliverylog.GetMessage(r.Context(), s.pool, chi.URLParam(r, "tenantID"), id)
+	if errors.Is(err, deliverylog.ErrNotFound) {
 		return Message{}, notFound("message " + id.String())
 	}
 	if err != nil {
-		return Message{}, fmt.Errorf("message %s: %w", id, err)
+		return Message{}, err
 	}
-	return m, nil
+	return messageJSON(m), nil
 }
 
-func scanMessage(row pgx.CollectableRow) (Message, error) {
-	var m Message
-	var body string
-	err := row.Scan(&m.ID, &m.TenantID, &m.EventType, &m.Object.ID, &m.Object.Version, &body,
-		&m.IdempotencyKey, &m.CreatedAt, &m.DispatchedAt, &m.DeliveryCounts)
-	m.Payload = json.RawMessage(body)
-	return m, err
+func messageJSON(m deliverylog.Message) Message {
+	return Message{
+		ID: m.ID, TenantID: m.TenantID, EventType: m.EventType,
+		Object:         ObjectRef{ID: m.ObjectID, Version: m.ObjectVersion},
+		Payload:        m.Payload,
+		IdempotencyKey: m.IdempotencyKey,
+		CreatedAt:      m.CreatedAt,
+		DispatchedAt:   m.DispatchedAt,
+		DeliveryCounts: m.DeliveryCounts,
+	}
 }
 
-func afterUUID(req page.Request) (*uuid.UUID, error) {
-	if req.After == nil {
-		return nil, nil
+func deliveryJSON(d deliverylog.Delivery) Delivery {
+	return Delivery{
+		ID: d.ID, MessageID: d.MessageID, EndpointID: d.EndpointID,
+		Status:         d.Status,
+		AttemptCount:   d.AttemptCount,
+		FirstAttemptAt: d.FirstAttemptAt,
+		LastAttemptAt:  d.LastAttemptAt,
+		NextAttemptAt:  d.NextAttemptAt,
+		CompletedAt:    d.CompletedAt,
+		LastStatusCode: d.LastStatusCode,
+		LastError:      d.LastError,
+		CreatedAt:      d.CreatedAt,
 	}
-	id, err := uuid.Parse(req.After.ID)
-	if err != nil {
-		return nil, page.ErrInvalidCursor
+}
+
+// mapSlice converts every row of a read-model list into its JSON form.
+func mapSlice[T, J any](rows []T, toJSON func(T) J) []J {
+	out := make([]J, len(rows))
+	for i, row := range rows {
+		out[i] = toJSON(row)
 	}
-	return &id, nil
+	return out
 }
 
 // timeRange reads the since and until query parameters (RFC 3339). A

@@ -11,6 +11,7 @@ import (
 	"github.com/go-chi/chi/v5"
 	"github.com/jackc/pgx/v5"
 
+	"github.com/heraldhq/herald/deliverylog"
 	"github.com/heraldhq/herald/outbox"
 )
 
@@ -99,15 +100,11 @@ func (s *Server) publish(w http.ResponseWriter, r *http.Request) error {
 	if err != nil {
 		return err
 	}
-	rows, err := tx.Query(r.Context(), selectMessage, tenantID, published.ID)
+	m, err := deliverylog.GetMessage(r.Context(), tx, tenantID, published.ID)
 	if err != nil {
-		return fmt.Errorf("publish: read back message %s: %w", published.ID, err)
+		return fmt.Errorf("publish: read back: %w", err)
 	}
-	m, err := pgx.CollectExactlyOneRow(rows, scanMessage)
-	if err != nil {
-		return fmt.Errorf("publish: read back message %s: %w", published.ID, err)
-	}
-	body, err := json.Marshal(m)
+	body, err := json.Marshal(messageJSON(m))
 	if err != nil {
 		return fmt.Errorf("publish: %w", err)
 	}

@@ -7,6 +7,7 @@ import (
 	"github.com/go-chi/chi/v5"
 	"github.com/jackc/pgx/v5"
 
+	"github.com/heraldhq/herald/deliverylog"
 	"github.com/heraldhq/herald/internal/deliverystatus"
 	"github.com/heraldhq/herald/replay"
 )
@@ -58,12 +59,12 @@ func (s *Server) sendTestEvent(w http.ResponseWriter, r *http.Request) error {
 		if err != nil {
 			return err
 		}
-		rows, err := tx.Query(r.Context(), selectMessage, tenantID, id)
+		read, err := deliverylog.GetMessage(r.Context(), tx, tenantID, id)
 		if err != nil {
 			return fmt.Errorf("read back test message: %w", err)
 		}
-		m, err = pgx.CollectExactlyOneRow(rows, scanMessage)
-		return err
+		m = messageJSON(read)
+		return nil
 	})
 	if err != nil {
 		return err

@@ -1,0 +1,353 @@
+package deliverylog_test
+
+import (
+	"context"
+	"testing"
+	"time"
+
+	"github.com/google/uuid"
+	"github.com/jackc/pgx/v5/pgxpool"
+	"github.com/stretchr/testify/require"
+
+	"github.com/heraldhq/herald/deliverylog"
+	"github.com/heraldhq/herald/internal/deliverystatus"
+	"github.com/heraldhq/herald/internal/page"
+	"github.com/heraldhq/herald/internal/pgtest"
+)
+
+// t0 is when the first message of a test was published.
+var t0 = time.Date(2026, 12, 2, 12, 0, 0, 0, time.UTC)
+
+type testBundle struct {
+	ctx  context.Context
+	pool *pgxpool.Pool
+}
+
+// setup gives a test a fresh database with the tenants acme and globex.
+func setup(t *testing.T) *testBundle {
+	t.Helper()
+	b := &testBundle{ctx: context.Background(), pool: pgtest.NewPool(t)}
+	b.exec(t, `INSERT INTO herald.tenants (id) VALUES ('acme'), ('globex')`)
+	return b
+}
+
+func (b *testBundle) exec(t *testing.T, sql string, args ...any) {
+	t.Helper()
+	_, err := b.pool.Exec(b.ctx, sql, args...)
+	require.NoError(t, err)
+}
+
+// endpoint inserts an endpoint of tenant created at the given time.
+func (b *testBundle) endpoint(t *testing.T, tenant, url string, createdAt time.Time) uuid.UUID {
+	t.Helper()
+	id := uuid.Must(uuid.NewV7())
+	b.exec(t, `INSERT INTO herald.endpoints (id, tenant_id, url, created_at) VALUES ($1, $2, $3, $4)`, id, tenant, url, createdAt)
+	return id
+}
+
+// message inserts a dispatched message of tenant published at createdAt.
+func (b *testBundle) message(t *testing.T, tenant, eventType string, createdAt time.Time) uuid.UUID {
+	t.Helper()
+	id := uuid.Must(uuid.NewV7())
+	b.exec(t, `
+INSERT INTO herald.messages (id, tenant_id, event_type, object_id, object_version, body, created_at, dispatched_at)
+VALUES ($1::uuid, $2, $3::text, 'obj_' || $1::text, 1, '{"type": "' || $3::text || '"}', $4, $4)`, id, tenant, eventType, createdAt)
+	return id
+}
+
+// delivery inserts the delivery of message to endpoint, created at
+// createdAt, in status.
+func (b *testBundle) delivery(t *testing.T, message, endpoint uuid.UUID, status deliverystatus.Status, createdAt time.Time) uuid.UUID {
+	t.Helper()
+	id := uuid.Must(uuid.NewV7())
+	b.exec(t, `
+INSERT INTO herald.deliveries (id, message_id, endpoint_id, tenant_id, status, created_at)
+SELECT $1, m.id, $3, m.tenant_id, $4, $5 FROM herald.messages m WHERE m.id = $2`, id, message, endpoint, status, createdAt)
+	return id
+}
+
+// attempt inserts attempt number n of delivery, started at startedAt, that
+// got statusCode.
+func (b *testBundle) attempt(t *testing.T, delivery uuid.UUID, n int, startedAt time.Time, statusCode int) uuid.UUID {
+	t.Helper()
+	id := uuid.Must(uuid.NewV7())
+	b.exec(t, `
+INSERT INTO herald.attempts (id, delivery_id, message_id, endpoint_id, attempt_number, trigger, started_at,
+  duration_ms, request_headers, status_code, response_excerpt, outcome)
+SELECT $1, d.id, d.message_id, d.endpoint_id, $3, 'scheduled', $4, 12, '{"webhook-id": "msg_x"}', $5, 'ok',
+  CASE WHEN $5 < 300 THEN 'succeeded' ELSE 'retry' END
+FROM herald.deliveries d WHERE d.id = $2`, id, delivery, n, startedAt, statusCode)
+	return id
+}
+
+func messageIDs(msgs []deliverylog.Message) []uuid.UUID {
+	ids := make([]uuid.UUID, len(msgs))
+	for i, m := range msgs {
+		ids[i] = m.ID
+	}
+	return ids
+}
+
+func attemptIDs(attempts []deliverylog.Attempt) []uuid.UUID {
+	ids := make([]uuid.UUID, len(attempts))
+	for i, a := range attempts {
+		ids[i] = a.ID
+	}
+	return ids
+}
+
+func TestListMessagesFilters(t *testing.T) {
+	t.Parallel()
+	b := setup(t)
+	e1 := b.endpoint(t, "acme", "https://one.example/hook", t0)
+	e2 := b.endpoint(t, "acme", "https://two.example/hook", t0)
+	eg := b.endpoint(t, "globex", "https://globex.example/hook", t0)
+
+	paid := b.message(t, "acme", "invoice.paid", t0)
+	b.delivery(t, paid, e1, deliverystatus.Succeeded, t0)
+	b.delivery(t, paid, e2, deliverystatus.Failed, t0)
+	created := b.message(t, "acme", "invoice.created", t0.Add(time.Minute))
+	b.delivery(t, created, e1, deliverystatus.Failed, t0.Add(time.Minute))
+	queued := b.message(t, "acme", "invoice.paid", t0.Add(2*time.Minute))
+	foreign := b.message(t, "globex", "invoice.paid", t0.Add(3*time.Minute))
+	b.delivery(t, foreign, eg, deliverystatus.Failed, t0.Add(3*time.Minute))
+
+	since, until := t0.Add(time.Minute), t0.Add(2*time.Minute)
+	for _, tc := range []struct {
+		name   string
+		filter deliverylog.MessageFilter
+		want   []uuid.UUID
+	}{
+		{"none, newest first, own tenant only", deliverylog.MessageFilter{}, []uuid.UUID{queued, created, paid}},
+		{"event type", deliverylog.MessageFilter{EventType: "invoice.paid"}, []uuid.UUID{queued, paid}},
+		{"a delivery in a status", deliverylog.MessageFilter{Status: deliverystatus.Failed}, []uuid.UUID{created, paid}},
+		{"a delivery to an endpoint", deliverylog.MessageFilter{EndpointID: &e2}, []uuid.UUID{paid}},
+		{"one delivery both to the endpoint and in the status", deliverylog.MessageFilter{Status: deliverystatus.Succeeded, EndpointID: &e2}, []uuid.UUID{}},
+		{"another tenant's endpoint", deliverylog.MessageFilter{EndpointID: &eg}, []uuid.UUID{}},
+		{"since, inclusive", deliverylog.MessageFilter{Since: &since}, []uuid.UUID{queued, created}},
+		{"until, exclusive", deliverylog.MessageFilter{Until: &until}, []uuid.UUID{created, paid}},
+		{"since and until", deliverylog.MessageFilter{Since: &since, Until: &until}, []uuid.UUID{created}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			got, err := deliverylog.ListMessages(b.ctx, b.pool, "acme", tc.filter, page.Request{})
+			require.NoError(t, err)
+			require.Equal(t, tc.want, messageIDs(got.Items))
+			require.Nil(t, got.Next)
+		})
+	}
+}
+
+func TestListMessagesPages(t *testing.T) {
+	t.Parallel()
+	b := setup(t)
+	// Pairs of messages share a time, so pages end between them and the
+	// id (a UUIDv7, rising) orders them: want is newest first.
+	var want []uuid.UUID
+	for i := range 5 {
+		want = append([]uuid.UUID{b.message(t, "acme", "invoice.paid", t0.Add(time.Duration(i/2)*time.Second))}, want...)
+	}
+	var got []uuid.UUID
+	req := page.Request{Limit: 2}
+	for pages := 0; ; pages++ {
+		require.Less(t, pages, 3, "five messages in pages of two take three pages")
+		p, err := deliverylog.ListMessages(b.ctx, b.pool, "acme", deliverylog.MessageFilter{}, req)
+		require.NoError(t, err)
+		require.LessOrEqual(t, len(p.Items), 2)
+		got = append(got, messageIDs(p.Items)...)
+		if p.Next == nil {
+			break
+		}
+		req.After = p.Next
+	}
+	require.Equal(t, want, got)
+
+	_, err := deliverylog.ListMessages(b.ctx, b.pool, "acme", deliverylog.MessageFilter{},
+		page.Request{After: &page.Cursor{CreatedAt: t0, ID: "not-a-uuid"}})
+	require.ErrorIs(t, err, page.ErrInvalidCursor)
+}
+
+func TestGetMessage(t *testing.T) {
+	t.Parallel()
+	b := setup(t)
+	e1 := b.endpoint(t, "acme", "https://one.example/hook", t0)
+	e2 := b.endpoint(t, "acme", "https://two.example/hook", t0)
+	e3 := b.endpoint(t, "acme", "https://three.example/hook", t0)
+	id := b.message(t, "acme", "invoice.paid", t0)
+	b.delivery(t, id, e1, deliverystatus.Failed, t0)
+	b.delivery(t, id, e2, deliverystatus.Failed, t0)
+	b.delivery(t, id, e3, deliverystatus.Pending, t0)
+
+	m, err := deliverylog.GetMessage(b.ctx, b.pool, "acme", id)
+	require.NoError(t, err)
+	require.Equal(t, id, m.ID)
+	require.Equal(t, "acme", m.TenantID)
+	require.Equal(t, "invoice.paid", m.EventType)
+	require.Equal(t, "obj_"+id.String(), m.ObjectID)
+	require.Equal(t, int64(1), m.ObjectVersion)
+	require.Nil(t, m.IdempotencyKey)
+	require.True(t, m.CreatedAt.Equal(t0), "created at %s", m.CreatedAt)
+	require.NotNil(t, m.DispatchedAt)
+	require.JSONEq(t, `{"type": "invoice.paid"}`, string(m.Payload))
+	require.Equal(t, map[deliverystatus.Status]int{deliverystatus.Failed: 2, deliverystatus.Pending: 1}, m.DeliveryCounts)
+
+	listed, err := deliverylog.ListMessages(b.ctx, b.pool, "acme", deliverylog.MessageFilter{}, page.Request{})
+	require.NoError(t, err)
+	require.Equal(t, []deliverylog.Message{m}, listed.Items, "a list shows a message as GetMessage does")
+
+	_, err = deliverylog.GetMessage(b.ctx, b.pool, "globex", id)
+	require.ErrorIs(t, err, deliverylog.ErrNotFound, "another tenant's message")
+	_, err = deliverylog.GetMessage(b.ctx, b.pool, "acme", uuid.Must(uuid.NewV7()))
+	require.ErrorIs(t, err, deliverylog.ErrNotFound, "an unknown id")
+}
+
+func TestGetMessageCountsNoDeliveryAsEmpty(t *testing.T) {
+	t.Parallel()
+	b := setup(t)
+	id := b.message(t, "acme", "invoice.paid", t0)
+	m, err := deliverylog.GetMessage(b.ctx, b.pool, "acme", id)
+	require.NoError(t, err)
+	require.Equal(t, map[deliverystatus.Status]int{}, m.DeliveryCounts)
+}
+
+// A message published in an open transaction is read in that transaction,
+// as the API does to answer a publish.
+func TestGetMessageInTransaction(t *testing.T) {
+	t.Parallel()
+	b := setup(t)
+	tx, err := b.pool.Begin(b.ctx)
+	require.NoError(t, err)
+	defer func() { _ = tx.Rollback(b.ctx) }()
+	id := uuid.Must(uuid.NewV7())
+	_, err = tx.Exec(b.ctx, `INSERT INTO herald.messages (id, tenant_id, event_type, object_id, object_version, body, idempotency_key)
+VALUES ($1, 'acme', 'invoice.paid', 'inv_1', 3, '{}', 'k1')`, id)
+	require.NoError(t, err)
+
+	m, err := deliverylog.GetMessage(b.ctx, tx, "acme", id)
+	require.NoError(t, err)
+	require.Equal(t, "k1", *m.IdempotencyKey)
+	require.Nil(t, m.DispatchedAt, "not fanned out yet")
+	_, err = deliverylog.GetMessage(b.ctx, b.pool, "acme", id)
+	require.ErrorIs(t, err, deliverylog.ErrNotFound, "uncommitted elsewhere")
+}
+
+func TestListDeliveries(t *testing.T) {
+	t.Parallel()
+	b := setup(t)
+	// The endpoints' order is the reverse of the deliveries'.
+	later := b.endpoint(t, "acme", "https://later.example/hook", t0.Add(time.Hour))
+	earlier := b.endpoint(t, "acme", "https://earlier.example/hook", t0)
+	id := b.message(t, "acme", "invoice.paid", t0)
+	first := b.delivery(t, id, later, deliverystatus.Succeeded, t0)
+	second := b.delivery(t, id, earlier, deliverystatus.Pending, t0.Add(time.Second))
+	b.attempt(t, first, 1, t0, 200)
+	b.exec(t, `UPDATE herald.deliveries SET attempt_count = 1, first_attempt_at = $2, last_attempt_at = $2,
+  completed_at = $2, last_status_code = 200 WHERE id = $1`, first, t0)
+	b.exec(t, `UPDATE herald.deliveries SET attempt_count = 1, last_status_code = 503, last_error = 'unavailable',
+  next_attempt_at = $2 WHERE id = $1`, second, t0.Add(time.Minute))
+
+	got, err := deliverylog.ListDeliveries(b.ctx, b.pool, "acme", id)
+	require.NoError(t, err)
+	require.Len(t, got, 2)
+	require.Equal(t, first, got[0].ID, "in the order they were created")
+	require.Equal(t, second, got[1].ID)
+
+	d := got[0]
+	require.Equal(t, id, d.MessageID)
+	require.Equal(t, later, d.EndpointID)
+	require.Equal(t, deliverystatus.Succeeded, d.Status)
+	require.Equal(t, 1, d.AttemptCount)
+	require.True(t, d.CompletedAt.Equal(t0))
+	require.Equal(t, 200, *d.LastStatusCode)
+	require.Nil(t, d.LastError)
+	require.Nil(t, d.NextAttemptAt)
+
+	d = got[1]
+	require.Equal(t, deliverystatus.Pending, d.Status)
+	require.Equal(t, "unavailable", *d.LastError)
+	require.True(t, d.NextAttemptAt.Equal(t0.Add(time.Minute)))
+	require.Nil(t, d.CompletedAt)
+
+	foreign, err := deliverylog.ListDeliveries(b.ctx, b.pool, "globex", id)
+	require.NoError(t, err)
+	require.Empty(t, foreign, "another tenant's message")
+}
+
+func TestListMessageAttempts(t *testing.T) {
+	t.Parallel()
+	b := setup(t)
+	e1 := b.endpoint(t, "acme", "https://one.example/hook", t0)
+	e2 := b.endpoint(t, "acme", "https://two.example/hook", t0)
+	id := b.message(t, "acme", "invoice.paid", t0)
+	other := b.message(t, "acme", "invoice.paid", t0)
+	d1 := b.delivery(t, id, e1, deliverystatus.Pending, t0)
+	d2 := b.delivery(t, id, e2, deliverystatus.Succeeded, t0)
+	a1 := b.attempt(t, d1, 1, t0, 500)
+	a2 := b.attempt(t, d2, 1, t0.Add(time.Second), 200)
+	a3 := b.attempt(t, d1, 2, t0.Add(time.Minute), 503)
+	b.attempt(t, b.delivery(t, other, e1, deliverystatus.Succeeded, t0), 1, t0, 200)
+
+	p, err := deliverylog.ListMessageAttempts(b.ctx, b.pool, "acme", id, deliverylog.AttemptFilter{}, page.Request{})
+	require.NoError(t, err)
+	require.Equal(t, []uuid.UUID{a3, a2, a1}, attemptIDs(p.Items), "the message's attempts, newest first")
+
+	a := p.Items[2]
+	require.Equal(t, d1, a.DeliveryID)
+	require.Equal(t, id, a.MessageID)
+	require.Equal(t, e1, a.EndpointID)
+	require.Equal(t, 1, a.AttemptNumber)
+	require.Equal(t, "scheduled", a.Trigger)
+	require.True(t, a.StartedAt.Equal(t0))
+	require.Equal(t, 12, a.DurationMS)
+	require.Equal(t, 500, *a.StatusCode)
+	require.Nil(t, a.Error)
+	require.Equal(t, "retry", a.Outcome)
+	require.JSONEq(t, `{"webhook-id": "msg_x"}`, string(a.RequestHeaders))
+	require.Equal(t, "ok", a.ResponseExcerpt)
+
+	since, until := t0.Add(time.Second), t0.Add(time.Minute)
+	p, err = deliverylog.ListMessageAttempts(b.ctx, b.pool, "acme", id, deliverylog.AttemptFilter{Since: &since, Until: &until}, page.Request{})
+	require.NoError(t, err)
+	require.Equal(t, []uuid.UUID{a2}, attemptIDs(p.Items), "started in [since, until)")
+
+	p, err = deliverylog.ListMessageAttempts(b.ctx, b.pool, "acme", id, deliverylog.AttemptFilter{}, page.Request{Limit: 2})
+	require.NoError(t, err)
+	require.Equal(t, []uuid.UUID{a3, a2}, attemptIDs(p.Items))
+	require.NotNil(t, p.Next)
+	p, err = deliverylog.ListMessageAttempts(b.ctx, b.pool, "acme", id, deliverylog.AttemptFilter{}, page.Request{Limit: 2, After: p.Next})
+	require.NoError(t, err)
+	require.Equal(t, []uuid.UUID{a1}, attemptIDs(p.Items))
+	require.Nil(t, p.Next)
+
+	p, err = deliverylog.ListMessageAttempts(b.ctx, b.pool, "globex", id, deliverylog.AttemptFilter{}, page.Request{})
+	require.NoError(t, err)
+	require.Empty(t, p.Items, "another tenant's message")
+}
+
+func TestListEndpointAttempts(t *testing.T) {
+	t.Parallel()
+	b := setup(t)
+	e1 := b.endpoint(t, "acme", "https://one.example/hook", t0)
+	e2 := b.endpoint(t, "acme", "https://two.example/hook", t0)
+	m1 := b.message(t, "acme", "invoice.paid", t0)
+	m2 := b.message(t, "acme", "invoice.paid", t0)
+	a1 := b.attempt(t, b.delivery(t, m1, e1, deliverystatus.Succeeded, t0), 1, t0, 200)
+	a2 := b.attempt(t, b.delivery(t, m2, e1, deliverystatus.Succeeded, t0), 1, t0.Add(time.Second), 200)
+	b.attempt(t, b.delivery(t, m1, e2, deliverystatus.Succeeded, t0), 1, t0, 200)
+
+	p, err := deliverylog.ListEndpointAttempts(b.ctx, b.pool, "acme", e1, deliverylog.AttemptFilter{}, page.Request{})
+	require.NoError(t, err)
+	require.Equal(t, []uuid.UUID{a2, a1}, attemptIDs(p.Items), "the endpoint's attempts, newest first")
+
+	until := t0.Add(time.Second)
+	p, err = deliverylog.ListEndpointAttempts(b.ctx, b.pool, "acme", e1, deliverylog.AttemptFilter{Until: &until}, page.Request{})
+	require.NoError(t, err)
+	require.Equal(t, []uuid.UUID{a1}, attemptIDs(p.Items))
+
+	p, err = deliverylog.ListEndpointAttempts(b.ctx, b.pool, "globex", e1, deliverylog.AttemptFilter{}, page.Request{})
+	require.NoError(t, err)
+	require.Empty(t, p.Items, "another tenant's endpoint")
+
+	_, err = deliverylog.ListEndpointAttempts(b.ctx, b.pool, "acme", e1, deliverylog.AttemptFilter{},
+		page.Request{After: &page.Cursor{CreatedAt: t0, ID: "x"}})
+	require.ErrorIs(t, err, page.ErrInvalidCursor)
+}

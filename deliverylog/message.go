@@ -1,0 +1,114 @@
+package deliverylog
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"time"
+
+	"github.com/google/uuid"
+	"github.com/jackc/pgx/v5"
+
+	"github.com/heraldhq/herald/internal/deliverystatus"
+	"github.com/heraldhq/herald/internal/page"
+)
+
+// MessageSummary is a published message without its payload: what a list
+// of messages shows.
+type MessageSummary struct {
+	ID        uuid.UUID
+	TenantID  string
+	EventType string
+	// ObjectID and ObjectVersion name the object the message is about and
+	// the version it carries.
+	ObjectID      string
+	ObjectVersion int64
+	// IdempotencyKey is the key the producer published with; nil without
+	// one.
+	IdempotencyKey *string
+	CreatedAt      time.Time
+	// DispatchedAt is when the dispatcher fanned the message out to the
+	// tenant's endpoints; nil while it is queued.
+	DispatchedAt *time.Time
+}
+
+// Message is a published message with its payload and how its deliveries
+// stand.
+type Message struct {
+	MessageSummary
+	// Payload is the exact JSON body sent on the wire.
+	Payload json.RawMessage
+	// DeliveryCounts counts the message's deliveries by status; a status
+	// no delivery has is absent.
+	DeliveryCounts map[deliverystatus.Status]int
+}
+
+// MessageFilter selects messages of a tenant. The zero value keeps them
+// all.
+type MessageFilter struct {
+	// EventType keeps messages of that type. Empty means any type.
+	EventType string
+	// Status keeps messages with at least one delivery in that status.
+	// Empty means any.
+	Status deliverystatus.Status
+	// EndpointID keeps messages with a delivery to that endpoint; with
+	// Status, a delivery to that endpoint in that status. Nil means any.
+	EndpointID *uuid.UUID
+	// Since and Until keep messages created in [Since, Until). Nil leaves
+	// that end open.
+	Since, Until *time.Time
+}
+
+// ListMessages returns a page of tenantID's messages that pass f, newest
+// first, with their payloads and delivery counts.
+func ListMessages(ctx context.Context, db DB, tenantID string, f MessageFilter, req page.Request) (page.Page[Message], error) {
+	afterTime, afterID, err := after(req)
+	if err != nil {
+		return page.Page[Message]{}, err
+	}
+	rows, err := db.Query(ctx, listMessages, tenantID, orNull(f.EventType), orNull(f.Status), f.EndpointID,
+		f.Since, f.Until, afterTime, afterID, req.Size()+1)
+	if err != nil {
+		return page.Page[Message]{}, fmt.Errorf("list messages: %w", err)
+	}
+	messages, err := pgx.CollectRows(rows, scanMessage)
+	if err != nil {
+		return page.Page[Message]{}, fmt.Errorf("list messages: %w", err)
+	}
+	return page.Trim(req, messages, Message.cursor), nil
+}
+
+// GetMessage returns tenantID's message id, or an error wrapping
+// ErrNotFound.
+func GetMessage(ctx context.Context, db DB, tenantID string, id uuid.UUID) (Message, error) {
+	rows, err := db.Query(ctx, selectMessage, tenantID, id)
+	if err != nil {
+		return Message{}, fmt.Errorf("message %s: %w", id, err)
+	}
+	m, err := pgx.CollectExactlyOneRow(rows, scanMessage)
+	if errors.Is(err, pgx.ErrNoRows) {
+		return Message{}, fmt.Errorf("message %s: %w", id, ErrNotFound)
+	}
+	if err != nil {
+		return Message{}, fmt.Errorf("message %s: %w", id, err)
+	}
+	return m, nil
+}
+
+func (m MessageSummary) cursor() page.Cursor {
+	return page.Cursor{CreatedAt: m.CreatedAt, ID: m.ID.String()}
+}
+
+func (m *MessageSummary) fields() []any {
+	return []any{&m.ID, &m.TenantID, &m.EventType, &m.ObjectID, &m.ObjectVersion,
+		&m.IdempotencyKey, &m.CreatedAt, &m.DispatchedAt}
+}
+
+func scanMessage(row pgx.CollectableRow) (Message, error) {
+	var m Message
+	var body string
+	err := row.Scan(append(m.fields(), &body, &m.DeliveryCounts)...)
+	m.Payload = json.RawMessage(body)
+	return m, err
+}
