@@ -3,6 +3,7 @@ package deliverylog
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"time"
 
@@ -65,6 +66,53 @@ func ListMessageAttempts(ctx context.Context, db DB, tenantID string, messageID 
 // endpoint endpointID that pass f, newest first.
 func ListEndpointAttempts(ctx context.Context, db DB, tenantID string, endpointID uuid.UUID, f AttemptFilter, req page.Request) (page.Page[Attempt], error) {
 	return listAttempts(ctx, db, listEndpointAttempts, tenantID, endpointID, f, req)
+}
+
+// ListAttemptsByDelivery returns every attempt made for tenantID's message
+// messageID, ordered by delivery and then by attempt number.
+func ListAttemptsByDelivery(ctx context.Context, db DB, tenantID string, messageID uuid.UUID) ([]AttemptSummary, error) {
+	rows, err := db.Query(ctx, listAttemptsByDelivery, tenantID, messageID)
+	if err != nil {
+		return nil, fmt.Errorf("attempts of message %s: %w", messageID, err)
+	}
+	attempts, err := pgx.CollectRows(rows, func(row pgx.CollectableRow) (AttemptSummary, error) {
+		var a AttemptSummary
+		err := row.Scan(a.fields()...)
+		return a, err
+	})
+	if err != nil {
+		return nil, fmt.Errorf("attempts of message %s: %w", messageID, err)
+	}
+	return attempts, nil
+}
+
+// AttemptDetail is an attempt with what a page about it shows beside it:
+// the endpoint's URL and the message's event type.
+type AttemptDetail struct {
+	Attempt
+	EndpointURL string
+	EventType   string
+}
+
+// GetAttempt returns tenantID's attempt id, or an error wrapping
+// ErrNotFound.
+func GetAttempt(ctx context.Context, db DB, tenantID string, id uuid.UUID) (AttemptDetail, error) {
+	rows, err := db.Query(ctx, selectAttempt, tenantID, id)
+	if err != nil {
+		return AttemptDetail{}, fmt.Errorf("attempt %s: %w", id, err)
+	}
+	a, err := pgx.CollectExactlyOneRow(rows, func(row pgx.CollectableRow) (AttemptDetail, error) {
+		var a AttemptDetail
+		err := row.Scan(append(a.fields(), &a.RequestHeaders, &a.ResponseExcerpt, &a.EndpointURL, &a.EventType)...)
+		return a, err
+	})
+	if errors.Is(err, pgx.ErrNoRows) {
+		return AttemptDetail{}, fmt.Errorf("attempt %s: %w", id, ErrNotFound)
+	}
+	if err != nil {
+		return AttemptDetail{}, fmt.Errorf("attempt %s: %w", id, err)
+	}
+	return a, nil
 }
 
 // listAttempts runs query, a list of the attempts of owner (a message or an

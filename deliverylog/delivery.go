@@ -2,6 +2,7 @@ package deliverylog
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"time"
 
@@ -47,6 +48,61 @@ func ListDeliveries(ctx context.Context, db DB, tenantID string, messageID uuid.
 	return deliveries, nil
 }
 
+// ListedDelivery is a delivery with what a list of deliveries shows beside
+// it: the endpoint's URL and the message's event type and publication time.
+type ListedDelivery struct {
+	Delivery
+	EndpointURL string
+	EventType   string
+	// PublishedAt is when the message was published.
+	PublishedAt time.Time
+}
+
+// ListDeliveriesOfMessages returns the deliveries of tenantID's messages
+// messageIDs, each message's in the order its endpoints were created.
+func ListDeliveriesOfMessages(ctx context.Context, db DB, tenantID string, messageIDs []uuid.UUID) ([]ListedDelivery, error) {
+	rows, err := db.Query(ctx, listDeliveriesOfMessages, tenantID, messageIDs)
+	if err != nil {
+		return nil, fmt.Errorf("deliveries of messages: %w", err)
+	}
+	deliveries, err := pgx.CollectRows(rows, scanListedDelivery)
+	if err != nil {
+		return nil, fmt.Errorf("deliveries of messages: %w", err)
+	}
+	return deliveries, nil
+}
+
+// ListRecentDeliveries returns the limit newest deliveries to tenantID's
+// endpoint endpointID, newest first.
+func ListRecentDeliveries(ctx context.Context, db DB, tenantID string, endpointID uuid.UUID, limit int) ([]ListedDelivery, error) {
+	rows, err := db.Query(ctx, listRecentDeliveries, tenantID, endpointID, limit)
+	if err != nil {
+		return nil, fmt.Errorf("recent deliveries of %s: %w", endpointID, err)
+	}
+	deliveries, err := pgx.CollectRows(rows, scanListedDelivery)
+	if err != nil {
+		return nil, fmt.Errorf("recent deliveries of %s: %w", endpointID, err)
+	}
+	return deliveries, nil
+}
+
+// GetDelivery returns tenantID's delivery id, or an error wrapping
+// ErrNotFound.
+func GetDelivery(ctx context.Context, db DB, tenantID string, id uuid.UUID) (Delivery, error) {
+	rows, err := db.Query(ctx, selectDelivery, tenantID, id)
+	if err != nil {
+		return Delivery{}, fmt.Errorf("delivery %s: %w", id, err)
+	}
+	d, err := pgx.CollectExactlyOneRow(rows, scanDelivery)
+	if errors.Is(err, pgx.ErrNoRows) {
+		return Delivery{}, fmt.Errorf("delivery %s: %w", id, ErrNotFound)
+	}
+	if err != nil {
+		return Delivery{}, fmt.Errorf("delivery %s: %w", id, err)
+	}
+	return d, nil
+}
+
 func (d *Delivery) fields() []any {
 	return []any{&d.ID, &d.MessageID, &d.EndpointID, &d.Status, &d.AttemptCount, &d.FirstAttemptAt,
 		&d.LastAttemptAt, &d.NextAttemptAt, &d.CompletedAt, &d.LastStatusCode, &d.LastError, &d.CreatedAt}
@@ -55,5 +111,11 @@ func (d *Delivery) fields() []any {
 func scanDelivery(row pgx.CollectableRow) (Delivery, error) {
 	var d Delivery
 	err := row.Scan(d.fields()...)
+	return d, err
+}
+
+func scanListedDelivery(row pgx.CollectableRow) (ListedDelivery, error) {
+	var d ListedDelivery
+	err := row.Scan(append(d.fields(), &d.EndpointURL, &d.EventType, &d.PublishedAt)...)
 	return d, err
 }

@@ -351,3 +351,174 @@ func TestListEndpointAttempts(t *testing.T) {
 		page.Request{After: &page.Cursor{CreatedAt: t0, ID: "x"}})
 	require.ErrorIs(t, err, page.ErrInvalidCursor)
 }
+
+// A summary list keeps the same messages in the same order as the full
+// list, for every filter.
+func TestListMessageSummariesMatchListMessages(t *testing.T) {
+	t.Parallel()
+	b := setup(t)
+	e1 := b.endpoint(t, "acme", "https://one.example/hook", t0)
+	for i := range 6 {
+		m := b.message(t, "acme", []string{"invoice.paid", "invoice.created"}[i%2], t0.Add(time.Duration(i)*time.Minute))
+		b.delivery(t, m, e1, deliverystatus.All()[i%3], t0)
+	}
+	since := t0.Add(2 * time.Minute)
+	for _, f := range []deliverylog.MessageFilter{
+		{},
+		{EventType: "invoice.created"},
+		{Status: deliverystatus.Failed, EndpointID: &e1},
+		{Since: &since},
+	} {
+		req := page.Request{Limit: 2}
+		for {
+			full, err := deliverylog.ListMessages(b.ctx, b.pool, "acme", f, req)
+			require.NoError(t, err)
+			brief, err := deliverylog.ListMessageSummaries(b.ctx, b.pool, "acme", f, req)
+			require.NoError(t, err)
+			require.Len(t, brief.Items, len(full.Items), "filter %+v", f)
+			for i := range full.Items {
+				require.Equal(t, full.Items[i].MessageSummary, brief.Items[i])
+			}
+			require.Equal(t, full.Next, brief.Next)
+			if full.Next == nil {
+				break
+			}
+			req.After = full.Next
+		}
+	}
+
+	_, err := deliverylog.ListMessageSummaries(b.ctx, b.pool, "acme", deliverylog.MessageFilter{},
+		page.Request{After: &page.Cursor{CreatedAt: t0, ID: "x"}})
+	require.ErrorIs(t, err, page.ErrInvalidCursor)
+}
+
+func TestListDeliveriesOfMessages(t *testing.T) {
+	t.Parallel()
+	b := setup(t)
+	later := b.endpoint(t, "acme", "https://later.example/hook", t0.Add(time.Hour))
+	earlier := b.endpoint(t, "acme", "https://earlier.example/hook", t0)
+	m1 := b.message(t, "acme", "invoice.paid", t0)
+	m2 := b.message(t, "acme", "invoice.created", t0.Add(time.Minute))
+	m1later := b.delivery(t, m1, later, deliverystatus.Succeeded, t0)
+	m1earlier := b.delivery(t, m1, earlier, deliverystatus.Failed, t0.Add(time.Second))
+	m2later := b.delivery(t, m2, later, deliverystatus.Pending, t0.Add(time.Minute))
+
+	got, err := deliverylog.ListDeliveriesOfMessages(b.ctx, b.pool, "acme", []uuid.UUID{m1, m2})
+	require.NoError(t, err)
+	ids := make([]uuid.UUID, len(got))
+	for i, d := range got {
+		ids[i] = d.ID
+	}
+	require.Equal(t, []uuid.UUID{m1earlier, m1later, m2later}, ids, "in the order the endpoints were created")
+	require.Equal(t, "https://earlier.example/hook", got[0].EndpointURL)
+	require.Equal(t, "invoice.paid", got[0].EventType)
+	require.True(t, got[0].PublishedAt.Equal(t0), "the message's publication, not the delivery's creation")
+	require.Equal(t, deliverystatus.Failed, got[0].Status)
+	require.Equal(t, "invoice.created", got[2].EventType)
+
+	foreign, err := deliverylog.ListDeliveriesOfMessages(b.ctx, b.pool, "globex", []uuid.UUID{m1, m2})
+	require.NoError(t, err)
+	require.Empty(t, foreign, "another tenant's messages")
+}
+
+func TestListRecentDeliveries(t *testing.T) {
+	t.Parallel()
+	b := setup(t)
+	e1 := b.endpoint(t, "acme", "https://one.example/hook", t0)
+	e2 := b.endpoint(t, "acme", "https://two.example/hook", t0)
+	var want []uuid.UUID
+	for i := range 4 {
+		m := b.message(t, "acme", "invoice.paid", t0.Add(time.Duration(i)*time.Minute))
+		want = append([]uuid.UUID{b.delivery(t, m, e1, deliverystatus.Succeeded, t0.Add(time.Duration(i)*time.Minute))}, want...)
+		b.delivery(t, m, e2, deliverystatus.Succeeded, t0.Add(time.Duration(i)*time.Minute))
+	}
+
+	got, err := deliverylog.ListRecentDeliveries(b.ctx, b.pool, "acme", e1, 3)
+	require.NoError(t, err)
+	ids := make([]uuid.UUID, len(got))
+	for i, d := range got {
+		ids[i] = d.ID
+		require.Equal(t, e1, d.EndpointID)
+		require.Equal(t, "https://one.example/hook", d.EndpointURL)
+	}
+	require.Equal(t, want[:3], ids, "the newest three, newest first")
+
+	foreign, err := deliverylog.ListRecentDeliveries(b.ctx, b.pool, "globex", e1, 3)
+	require.NoError(t, err)
+	require.Empty(t, foreign, "another tenant's endpoint")
+}
+
+func TestGetDelivery(t *testing.T) {
+	t.Parallel()
+	b := setup(t)
+	e1 := b.endpoint(t, "acme", "https://one.example/hook", t0)
+	m := b.message(t, "acme", "invoice.paid", t0)
+	id := b.delivery(t, m, e1, deliverystatus.Skipped, t0)
+
+	d, err := deliverylog.GetDelivery(b.ctx, b.pool, "acme", id)
+	require.NoError(t, err)
+	require.Equal(t, id, d.ID)
+	require.Equal(t, m, d.MessageID)
+	require.Equal(t, e1, d.EndpointID)
+	require.Equal(t, deliverystatus.Skipped, d.Status)
+
+	_, err = deliverylog.GetDelivery(b.ctx, b.pool, "globex", id)
+	require.ErrorIs(t, err, deliverylog.ErrNotFound, "another tenant's delivery")
+}
+
+func TestListAttemptsByDelivery(t *testing.T) {
+	t.Parallel()
+	b := setup(t)
+	e1 := b.endpoint(t, "acme", "https://one.example/hook", t0)
+	e2 := b.endpoint(t, "acme", "https://two.example/hook", t0)
+	m := b.message(t, "acme", "invoice.paid", t0)
+	d1 := b.delivery(t, m, e1, deliverystatus.Pending, t0)
+	d2 := b.delivery(t, m, e2, deliverystatus.Succeeded, t0)
+	d2a1 := b.attempt(t, d2, 1, t0, 200)
+	d1a1 := b.attempt(t, d1, 1, t0.Add(time.Second), 500)
+	d1a2 := b.attempt(t, d1, 2, t0.Add(time.Minute), 500)
+	b.attempt(t, b.delivery(t, b.message(t, "acme", "invoice.paid", t0), e1, deliverystatus.Succeeded, t0), 1, t0, 200)
+
+	got, err := deliverylog.ListAttemptsByDelivery(b.ctx, b.pool, "acme", m)
+	require.NoError(t, err)
+	ids := make([]uuid.UUID, len(got))
+	for i, a := range got {
+		ids[i] = a.ID
+	}
+	require.Equal(t, []uuid.UUID{d1a1, d1a2, d2a1}, ids, "by delivery, then by attempt number")
+	require.Equal(t, 500, *got[0].StatusCode)
+	require.Equal(t, "retry", got[0].Outcome)
+
+	foreign, err := deliverylog.ListAttemptsByDelivery(b.ctx, b.pool, "globex", m)
+	require.NoError(t, err)
+	require.Empty(t, foreign, "another tenant's message")
+}
+
+func TestGetAttempt(t *testing.T) {
+	t.Parallel()
+	b := setup(t)
+	e1 := b.endpoint(t, "acme", "https://one.example/hook", t0)
+	m := b.message(t, "acme", "invoice.paid", t0)
+	d := b.delivery(t, m, e1, deliverystatus.Succeeded, t0)
+	id := b.attempt(t, d, 1, t0, 204)
+
+	a, err := deliverylog.GetAttempt(b.ctx, b.pool, "acme", id)
+	require.NoError(t, err)
+	require.Equal(t, id, a.ID)
+	require.Equal(t, d, a.DeliveryID)
+	require.Equal(t, m, a.MessageID)
+	require.Equal(t, e1, a.EndpointID)
+	require.Equal(t, 204, *a.StatusCode)
+	require.Equal(t, "succeeded", a.Outcome)
+	require.JSONEq(t, `{"webhook-id": "msg_x"}`, string(a.RequestHeaders))
+	require.Equal(t, "ok", a.ResponseExcerpt)
+	require.Equal(t, "https://one.example/hook", a.EndpointURL)
+	require.Equal(t, "invoice.paid", a.EventType)
+
+	listed, err := deliverylog.ListMessageAttempts(b.ctx, b.pool, "acme", m, deliverylog.AttemptFilter{}, page.Request{})
+	require.NoError(t, err)
+	require.Equal(t, []deliverylog.Attempt{a.Attempt}, listed.Items, "a page about an attempt shows it as lists do")
+
+	_, err = deliverylog.GetAttempt(b.ctx, b.pool, "globex", id)
+	require.ErrorIs(t, err, deliverylog.ErrNotFound, "another tenant's attempt")
+}

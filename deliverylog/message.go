@@ -79,6 +79,29 @@ func ListMessages(ctx context.Context, db DB, tenantID string, f MessageFilter, 
 	return page.Trim(req, messages, Message.cursor), nil
 }
 
+// ListMessageSummaries is ListMessages without the payloads and delivery
+// counts, for a list that shows neither: a payload may be 256 KiB.
+func ListMessageSummaries(ctx context.Context, db DB, tenantID string, f MessageFilter, req page.Request) (page.Page[MessageSummary], error) {
+	afterTime, afterID, err := after(req)
+	if err != nil {
+		return page.Page[MessageSummary]{}, err
+	}
+	rows, err := db.Query(ctx, listMessageSummaries, tenantID, orNull(f.EventType), orNull(f.Status), f.EndpointID,
+		f.Since, f.Until, afterTime, afterID, req.Size()+1)
+	if err != nil {
+		return page.Page[MessageSummary]{}, fmt.Errorf("list messages: %w", err)
+	}
+	messages, err := pgx.CollectRows(rows, func(row pgx.CollectableRow) (MessageSummary, error) {
+		var m MessageSummary
+		err := row.Scan(m.fields()...)
+		return m, err
+	})
+	if err != nil {
+		return page.Page[MessageSummary]{}, fmt.Errorf("list messages: %w", err)
+	}
+	return page.Trim(req, messages, MessageSummary.cursor), nil
+}
+
 // GetMessage returns tenantID's message id, or an error wrapping
 // ErrNotFound.
 func GetMessage(ctx context.Context, db DB, tenantID string, id uuid.UUID) (Message, error) {

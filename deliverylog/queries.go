@@ -32,6 +32,8 @@ LIMIT $9`
 
 	listMessages = `SELECT ` + messageColumns + `, m.body, ` + messageCounts + messageFilter
 
+	listMessageSummaries = `SELECT ` + messageColumns + messageFilter
+
 	// selectMessage reads one message by primary key.
 	selectMessage = `
 SELECT ` + messageColumns + `, m.body, ` + messageCounts + `
@@ -48,8 +50,36 @@ SELECT ` + deliveryColumns + ` FROM herald.deliveries d
 WHERE d.tenant_id = $1 AND d.message_id = $2
 ORDER BY d.created_at, d.id`
 
-	attemptColumns = `a.id, a.delivery_id, a.message_id, a.endpoint_id, a.attempt_number, a.trigger, a.started_at,
-  a.duration_ms, a.status_code, a.error, a.outcome, a.request_headers, a.response_excerpt`
+	// listedDeliveryJoins adds a delivery's endpoint and message, each by
+	// primary key.
+	listedDeliveryJoins = `, e.url, m.event_type, m.created_at
+FROM herald.deliveries d
+JOIN herald.messages m ON m.id = d.message_id
+JOIN herald.endpoints e ON e.id = d.endpoint_id`
+
+	// listDeliveriesOfMessages reads the messages' deliveries through the
+	// (message_id, endpoint_id) key.
+	listDeliveriesOfMessages = `
+SELECT ` + deliveryColumns + listedDeliveryJoins + `
+WHERE d.tenant_id = $1 AND d.message_id = ANY($2)
+ORDER BY e.created_at, e.id`
+
+	// listRecentDeliveries walks deliveries_endpoint_created backwards.
+	listRecentDeliveries = `
+SELECT ` + deliveryColumns + listedDeliveryJoins + `
+WHERE d.tenant_id = $1 AND d.endpoint_id = $2
+ORDER BY d.created_at DESC, d.id DESC
+LIMIT $3`
+
+	// selectDelivery reads one delivery by primary key.
+	selectDelivery = `
+SELECT ` + deliveryColumns + ` FROM herald.deliveries d
+WHERE d.tenant_id = $1 AND d.id = $2`
+
+	attemptSummaryColumns = `a.id, a.delivery_id, a.message_id, a.endpoint_id, a.attempt_number, a.trigger, a.started_at,
+  a.duration_ms, a.status_code, a.error, a.outcome`
+
+	attemptColumns = attemptSummaryColumns + `, a.request_headers, a.response_excerpt`
 
 	// attemptPage keeps attempts that started in [$3, $4), older than the
 	// cursor ($5, $6), newest first, at most $7.
@@ -73,4 +103,21 @@ SELECT ` + attemptColumns + `
 FROM herald.attempts a
 WHERE a.endpoint_id = $2
   AND EXISTS (SELECT 1 FROM herald.endpoints e WHERE e.id = $2 AND e.tenant_id = $1)` + attemptPage
+
+	listAttemptsByDelivery = `
+SELECT ` + attemptSummaryColumns + `
+FROM herald.attempts a
+JOIN herald.deliveries d ON d.id = a.delivery_id
+WHERE d.tenant_id = $1 AND a.message_id = $2
+ORDER BY a.delivery_id, a.attempt_number, a.started_at`
+
+	// selectAttempt reads one attempt by primary key, with its delivery,
+	// endpoint and message by theirs.
+	selectAttempt = `
+SELECT ` + attemptColumns + `, e.url, m.event_type
+FROM herald.attempts a
+JOIN herald.deliveries d ON d.id = a.delivery_id
+JOIN herald.endpoints e ON e.id = a.endpoint_id
+JOIN herald.messages m ON m.id = a.message_id
+WHERE d.tenant_id = $1 AND a.id = $2`
 )

@@ -10,6 +10,9 @@ import (
 	"github.com/go-chi/chi/v5"
 	"github.com/google/uuid"
 	"github.com/jackc/pgx/v5"
+
+	"github.com/heraldhq/herald/deliverylog"
+	"github.com/heraldhq/herald/internal/deliverystatus"
 )
 
 // endpointView is an endpoint as the pages show it.
@@ -43,7 +46,7 @@ type deliveryView struct {
 	EndpointID     uuid.UUID
 	EndpointURL    string
 	EventType      string
-	Status         string
+	Status         deliverystatus.Status
 	AttemptCount   int
 	LastStatusCode int
 	LastError      string
@@ -53,11 +56,26 @@ type deliveryView struct {
 	Attempts  []attemptView
 }
 
-func scanDelivery(row pgx.CollectableRow) (deliveryView, error) {
-	var d deliveryView
-	err := row.Scan(&d.ID, &d.MessageID, &d.EndpointID, &d.EndpointURL, &d.EventType, &d.Status,
-		&d.AttemptCount, &d.LastStatusCode, &d.LastError, &d.NextAttemptAt, &d.CreatedAt)
-	return d, err
+func deliveryViewOf(d deliverylog.ListedDelivery) deliveryView {
+	return deliveryView{
+		ID: d.ID, MessageID: d.MessageID, EndpointID: d.EndpointID,
+		EndpointURL:    d.EndpointURL,
+		EventType:      d.EventType,
+		Status:         d.Status,
+		AttemptCount:   d.AttemptCount,
+		LastStatusCode: valueOr(d.LastStatusCode, 0),
+		LastError:      valueOr(d.LastError, ""),
+		NextAttemptAt:  d.NextAttemptAt,
+		CreatedAt:      d.PublishedAt,
+	}
+}
+
+// valueOr returns *p, or none when p is nil.
+func valueOr[T any](p *T, none T) T {
+	if p == nil {
+		return none
+	}
+	return *p
 }
 
 // parseID reads a UUID path parameter. A malformed id is "not found": it
@@ -144,12 +162,13 @@ func (p *Portal) showEndpoint(w http.ResponseWriter, r *http.Request, s *session
 	if err != nil {
 		return err
 	}
-	rows, err := p.pool.Query(ctx, selectRecentDeliveries, e.ID, s.TenantID, recentDeliveries)
+	recent, err := deliverylog.ListRecentDeliveries(ctx, p.pool, s.TenantID, e.ID, recentDeliveries)
 	if err != nil {
-		return fmt.Errorf("recent deliveries of %s: %w", e.ID, err)
+		return err
 	}
-	if data.Recent, err = pgx.CollectRows(rows, scanDelivery); err != nil {
-		return fmt.Errorf("recent deliveries of %s: %w", e.ID, err)
+	data.Recent = make([]deliveryView, len(recent))
+	for i, d := range recent {
+		data.Recent[i] = deliveryViewOf(d)
 	}
 	if data.Replays, err = p.endpointReplays(r, s, e); err != nil {
 		return err

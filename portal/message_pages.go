@@ -15,6 +15,7 @@ import (
 	"github.com/google/uuid"
 	"github.com/jackc/pgx/v5"
 
+	"github.com/heraldhq/herald/deliverylog"
 	"github.com/heraldhq/herald/internal/deliverystatus"
 	"github.com/heraldhq/herald/internal/page"
 )
@@ -53,11 +54,13 @@ type messageView struct {
 // WebhookID is the webhook-id header value receivers see for this message.
 func (m messageView) WebhookID() string { return "msg_" + m.ID.String() }
 
-func scanMessage(row pgx.CollectableRow) (messageView, error) {
-	var m messageView
-	err := row.Scan(&m.ID, &m.EventType, &m.ObjectID, &m.ObjectVersion, &m.CreatedAt, &m.Dispatched)
-	return m, err
+func messageViewOf(m deliverylog.MessageSummary) messageView {
+	return messageView{ID: m.ID, EventType: m.EventType, ObjectID: m.ObjectID, ObjectVersion: m.ObjectVersion,
+		CreatedAt: m.CreatedAt, Dispatched: m.DispatchedAt != nil}
 }
+
+// errStaleLogPage answers an after cursor the log did not make.
+var errStaleLogPage = badRequest("This page of the log is no longer valid. Start again from the newest messages.")
 
 // logFilter is the delivery log's query string.
 type logFilter struct {
@@ -96,20 +99,21 @@ func (p *Portal) messageLog(w http.ResponseWriter, r *http.Request, s *session) 
 	if f.Period == "" {
 		f.Period = defaultLogPeriod
 	}
+	filter := deliverylog.MessageFilter{EventType: f.EventType}
 	if f.Status != "" {
-		if _, err := deliverystatus.Parse(f.Status); err != nil {
+		status, err := deliverystatus.Parse(f.Status)
+		if err != nil {
 			return badRequest("The status filter is wrong: " + err.Error() + ".")
 		}
+		filter.Status = status
 	}
-	var endpointID *uuid.UUID
 	if f.Endpoint != "" {
 		id, err := uuid.Parse(f.Endpoint)
 		if err != nil {
 			return badRequest("The endpoint filter must be the id of one of your endpoints; pick one from the list.")
 		}
-		endpointID = &id
+		filter.EndpointID = &id
 	}
-	var since *time.Time
 	data := logPage{Filter: f, Statuses: deliverystatus.All()}
 	found := false
 	for _, period := range logPeriods {
@@ -117,8 +121,8 @@ func (p *Portal) messageLog(w http.ResponseWriter, r *http.Request, s *session) 
 		if period.Value == f.Period {
 			found = true
 			if period.Back > 0 {
-				t := time.Now().Add(-period.Back)
-				since = &t
+				since := time.Now().Add(-period.Back)
+				filter.Since = &since
 			}
 		}
 	}
@@ -127,31 +131,24 @@ func (p *Portal) messageLog(w http.ResponseWriter, r *http.Request, s *session) 
 	}
 	req, err := page.ParseRequest("", f.After)
 	if err != nil {
-		return badRequest("This page of the log is no longer valid. Start again from the newest messages.")
+		return errStaleLogPage
 	}
 	req.Limit = logPageSize
-	var afterID *uuid.UUID
-	if req.After != nil {
-		id, err := uuid.Parse(req.After.ID)
-		if err != nil {
-			return badRequest("This page of the log is no longer valid. Start again from the newest messages.")
-		}
-		afterID = &id
-	}
 
-	rows, err := p.pool.Query(ctx, listMessages, s.TenantID, f.EventType, f.Status, endpointID, since, req.AfterTime(), afterID, req.Size()+1)
-	if err != nil {
-		return fmt.Errorf("list messages: %w", err)
+	pg, err := deliverylog.ListMessageSummaries(ctx, p.pool, s.TenantID, filter, req)
+	if errors.Is(err, page.ErrInvalidCursor) {
+		return errStaleLogPage
 	}
-	messages, err := pgx.CollectRows(rows, scanMessage)
 	if err != nil {
-		return fmt.Errorf("list messages: %w", err)
-	}
-	pg := page.Trim(req, messages, func(m messageView) page.Cursor { return page.Cursor{CreatedAt: m.CreatedAt, ID: m.ID.String()} })
-	if err := p.attachDeliveries(r, s, pg.Items); err != nil {
 		return err
 	}
-	data.Messages = pg.Items
+	data.Messages = make([]messageView, len(pg.Items))
+	for i, m := range pg.Items {
+		data.Messages[i] = messageViewOf(m)
+	}
+	if err := p.attachDeliveries(r, s, data.Messages); err != nil {
+		return err
+	}
 	if pg.Next != nil {
 		data.NextURL = f.query(pg.Next.String())
 	}
@@ -164,7 +161,7 @@ func (p *Portal) messageLog(w http.ResponseWriter, r *http.Request, s *session) 
 	if f.EventType != "" && !slices.Contains(data.EventTypes, f.EventType) {
 		data.EventTypes = append(data.EventTypes, f.EventType)
 	}
-	rows, err = p.pool.Query(ctx, listEndpoints, s.TenantID)
+	rows, err := p.pool.Query(ctx, listEndpoints, s.TenantID)
 	if err != nil {
 		return fmt.Errorf("list endpoints: %w", err)
 	}
@@ -186,17 +183,13 @@ func (p *Portal) attachDeliveries(r *http.Request, s *session, messages []messag
 		ids[i] = m.ID
 		index[m.ID] = i
 	}
-	rows, err := p.pool.Query(r.Context(), selectDeliveriesOfMessages, ids, s.TenantID)
+	deliveries, err := deliverylog.ListDeliveriesOfMessages(r.Context(), p.pool, s.TenantID, ids)
 	if err != nil {
-		return fmt.Errorf("deliveries of messages: %w", err)
-	}
-	deliveries, err := pgx.CollectRows(rows, scanDelivery)
-	if err != nil {
-		return fmt.Errorf("deliveries of messages: %w", err)
+		return err
 	}
 	for _, d := range deliveries {
 		i := index[d.MessageID]
-		messages[i].Deliveries = append(messages[i].Deliveries, d)
+		messages[i].Deliveries = append(messages[i].Deliveries, deliveryViewOf(d))
 	}
 	return nil
 }
@@ -234,6 +227,19 @@ type attemptView struct {
 
 type header struct{ Name, Value string }
 
+func attemptViewOf(a deliverylog.AttemptSummary) attemptView {
+	return attemptView{
+		ID: a.ID, DeliveryID: a.DeliveryID, MessageID: a.MessageID, EndpointID: a.EndpointID,
+		Number:     a.AttemptNumber,
+		Trigger:    a.Trigger,
+		StartedAt:  a.StartedAt,
+		DurationMS: a.DurationMS,
+		StatusCode: valueOr(a.StatusCode, 0),
+		Error:      valueOr(a.Error, ""),
+		Succeeded:  a.Outcome == "succeeded",
+	}
+}
+
 type messagePage struct {
 	Message    messageView
 	Deliveries []deliveryView
@@ -246,40 +252,31 @@ func (p *Portal) messageDetail(w http.ResponseWriter, r *http.Request, s *sessio
 	if err != nil {
 		return err
 	}
-	var m messageView
-	var body string
-	err = p.pool.QueryRow(ctx, selectMessage, id, s.TenantID).Scan(&m.ID, &m.EventType, &m.ObjectID, &m.ObjectVersion, &m.CreatedAt, &m.Dispatched, &body)
-	if errors.Is(err, pgx.ErrNoRows) {
+	msg, err := deliverylog.GetMessage(ctx, p.pool, s.TenantID, id)
+	if errors.Is(err, deliverylog.ErrNotFound) {
 		return errNotFound
 	}
 	if err != nil {
-		return fmt.Errorf("load message %s: %w", id, err)
+		return err
 	}
+	m := messageViewOf(msg.MessageSummary)
 	messages := []messageView{m}
 	if err := p.attachDeliveries(r, s, messages); err != nil {
 		return err
 	}
 	deliveries := messages[0].Deliveries
-	rows, err := p.pool.Query(ctx, selectAttemptsOfMessage, id, s.TenantID)
+	attempts, err := deliverylog.ListAttemptsByDelivery(ctx, p.pool, s.TenantID, id)
 	if err != nil {
-		return fmt.Errorf("attempts of message %s: %w", id, err)
-	}
-	attempts, err := pgx.CollectRows(rows, func(row pgx.CollectableRow) (attemptView, error) {
-		var a attemptView
-		err := row.Scan(&a.ID, &a.DeliveryID, &a.Number, &a.Trigger, &a.StartedAt, &a.DurationMS, &a.StatusCode, &a.Error)
-		return a, err
-	})
-	if err != nil {
-		return fmt.Errorf("attempts of message %s: %w", id, err)
+		return err
 	}
 	for i := range deliveries {
 		for _, a := range attempts {
 			if a.DeliveryID == deliveries[i].ID {
-				deliveries[i].Attempts = append(deliveries[i].Attempts, a)
+				deliveries[i].Attempts = append(deliveries[i].Attempts, attemptViewOf(a))
 			}
 		}
 	}
-	pg := s.page(m.EventType, "messages", messagePage{Message: m, Deliveries: deliveries, Body: prettyJSON(body)})
+	pg := s.page(m.EventType, "messages", messagePage{Message: m, Deliveries: deliveries, Body: prettyJSON(string(msg.Payload))})
 	pg.Flash = flash(r)
 	p.render(w, r, http.StatusOK, "message", pg)
 	return nil
@@ -290,20 +287,22 @@ func (p *Portal) attemptDetail(w http.ResponseWriter, r *http.Request, s *sessio
 	if err != nil {
 		return err
 	}
-	var a attemptView
-	var outcome string
-	var headers map[string]any
-	err = p.pool.QueryRow(r.Context(), selectAttempt, id, s.TenantID).Scan(&a.ID, &a.DeliveryID, &a.MessageID, &a.EndpointID,
-		&a.EndpointURL, &a.EventType, &a.Number, &a.Trigger, &a.StartedAt, &a.DurationMS, &a.StatusCode, &a.Error,
-		&outcome, &headers, &a.ResponseExcerpt)
-	if errors.Is(err, pgx.ErrNoRows) {
+	detail, err := deliverylog.GetAttempt(r.Context(), p.pool, s.TenantID, id)
+	if errors.Is(err, deliverylog.ErrNotFound) {
 		return errNotFound
 	}
 	if err != nil {
-		return fmt.Errorf("load attempt %s: %w", id, err)
+		return err
 	}
-	a.Succeeded = outcome == "succeeded"
+	var headers map[string]any
+	if err := json.Unmarshal(detail.RequestHeaders, &headers); err != nil {
+		return fmt.Errorf("attempt %s: request headers: %w", id, err)
+	}
+	a := attemptViewOf(detail.AttemptSummary)
+	a.EndpointURL = detail.EndpointURL
+	a.EventType = detail.EventType
 	a.RequestHeaders = headerList(headers)
+	a.ResponseExcerpt = detail.ResponseExcerpt
 	p.render(w, r, http.StatusOK, "attempt", s.page(fmt.Sprintf("Attempt %d", a.Number), "messages", struct{ Attempt attemptView }{a}))
 	return nil
 }

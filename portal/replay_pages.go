@@ -8,9 +8,9 @@ import (
 	"slices"
 	"time"
 
-	"github.com/google/uuid"
 	"github.com/jackc/pgx/v5"
 
+	"github.com/heraldhq/herald/deliverylog"
 	"github.com/heraldhq/herald/internal/page"
 	"github.com/heraldhq/herald/replay"
 )
@@ -71,19 +71,18 @@ func (p *Portal) resend(w http.ResponseWriter, r *http.Request, s *session) erro
 	if err != nil {
 		return err
 	}
-	var messageID, endpointID uuid.UUID
-	err = p.pool.QueryRow(ctx, selectDeliveryTarget, id, s.TenantID).Scan(&messageID, &endpointID)
-	if errors.Is(err, pgx.ErrNoRows) {
+	d, err := deliverylog.GetDelivery(ctx, p.pool, s.TenantID, id)
+	if errors.Is(err, deliverylog.ErrNotFound) {
 		return errNotFound
 	}
 	if err != nil {
-		return fmt.Errorf("load delivery %s: %w", id, err)
+		return err
 	}
 	err = pgx.BeginFunc(ctx, p.pool, func(tx pgx.Tx) error {
-		_, err := replay.ResendTx(ctx, tx, p.jobs, messageID, endpointID)
+		_, err := replay.ResendTx(ctx, tx, p.jobs, d.MessageID, d.EndpointID)
 		return err
 	})
-	back := Path + "/messages/" + messageID.String()
+	back := Path + "/messages/" + d.MessageID.String()
 	switch {
 	case errors.Is(err, replay.ErrPending):
 		redirectDone(w, r, back, "pending")
