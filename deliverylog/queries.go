@@ -90,11 +90,17 @@ WHERE d.tenant_id = $1 AND d.id = $2`
 ORDER BY a.started_at DESC, a.id DESC
 LIMIT $7`
 
-	listMessageAttempts = `
-SELECT ` + attemptColumns + `
+	// attempts has no index on message_id: a message's attempts are found
+	// through its deliveries (the (message_id, endpoint_id) key), then each
+	// delivery's through attempts_delivery. An attempt's message is its
+	// delivery's.
+	messageAttempts = `
 FROM herald.attempts a
 JOIN herald.deliveries d ON d.id = a.delivery_id
-WHERE d.tenant_id = $1 AND a.message_id = $2` + attemptPage
+WHERE d.tenant_id = $1 AND d.message_id = $2`
+
+	listMessageAttempts = `
+SELECT ` + attemptColumns + messageAttempts + attemptPage
 
 	// listEndpointAttempts walks attempts_endpoint_started backwards; the
 	// tenant check runs once, before it.
@@ -105,10 +111,7 @@ WHERE a.endpoint_id = $2
   AND EXISTS (SELECT 1 FROM herald.endpoints e WHERE e.id = $2 AND e.tenant_id = $1)` + attemptPage
 
 	listAttemptsByDelivery = `
-SELECT ` + attemptSummaryColumns + `
-FROM herald.attempts a
-JOIN herald.deliveries d ON d.id = a.delivery_id
-WHERE d.tenant_id = $1 AND a.message_id = $2
+SELECT ` + attemptSummaryColumns + messageAttempts + `
 ORDER BY a.delivery_id, a.attempt_number, a.started_at`
 
 	// selectAttempt reads one attempt by primary key, with its delivery,
