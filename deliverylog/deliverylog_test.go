@@ -2,6 +2,7 @@ package deliverylog_test
 
 import (
 	"context"
+	"fmt"
 	"testing"
 	"time"
 
@@ -13,6 +14,7 @@ import (
 	"github.com/heraldhq/herald/internal/deliverystatus"
 	"github.com/heraldhq/herald/internal/page"
 	"github.com/heraldhq/herald/internal/pgtest"
+	"github.com/heraldhq/herald/internal/testfactory"
 )
 
 // t0 is when the first message of a test was published.
@@ -27,7 +29,8 @@ type testBundle struct {
 func setup(t *testing.T) *testBundle {
 	t.Helper()
 	b := &testBundle{ctx: context.Background(), pool: pgtest.NewPool(t)}
-	b.exec(t, `INSERT INTO herald.tenants (id) VALUES ('acme'), ('globex')`)
+	testfactory.Tenant(t, b.pool, &testfactory.TenantOpts{ID: "acme"})
+	testfactory.Tenant(t, b.pool, &testfactory.TenantOpts{ID: "globex"})
 	return b
 }
 
@@ -37,33 +40,26 @@ func (b *testBundle) exec(t *testing.T, sql string, args ...any) {
 	require.NoError(t, err)
 }
 
-// endpoint inserts an endpoint of tenant created at the given time.
-func (b *testBundle) endpoint(t *testing.T, tenant, url string, createdAt time.Time) uuid.UUID {
+// endpoint inserts an endpoint of tenant; endpoints are created in the
+// order they are inserted.
+func (b *testBundle) endpoint(t *testing.T, tenant, url string) uuid.UUID {
 	t.Helper()
-	id := uuid.Must(uuid.NewV7())
-	b.exec(t, `INSERT INTO herald.endpoints (id, tenant_id, url, created_at) VALUES ($1, $2, $3, $4)`, id, tenant, url, createdAt)
-	return id
+	return testfactory.Endpoint(t, b.pool, &testfactory.EndpointOpts{TenantID: tenant, URL: url}).ID
 }
 
-// message inserts a dispatched message of tenant published at createdAt.
+// message inserts a message of tenant published and dispatched at
+// createdAt, whose body names its type.
 func (b *testBundle) message(t *testing.T, tenant, eventType string, createdAt time.Time) uuid.UUID {
 	t.Helper()
-	id := uuid.Must(uuid.NewV7())
-	b.exec(t, `
-INSERT INTO herald.messages (id, tenant_id, event_type, object_id, object_version, body, created_at, dispatched_at)
-VALUES ($1::uuid, $2, $3::text, 'obj_' || $1::text, 1, '{"type": "' || $3::text || '"}', $4, $4)`, id, tenant, eventType, createdAt)
-	return id
+	return testfactory.Message(t, b.pool, &testfactory.MessageOpts{TenantID: tenant, EventType: eventType,
+		Body: fmt.Sprintf(`{"type": %q}`, eventType), CreatedAt: &createdAt, DispatchedAt: &createdAt}).ID
 }
 
-// delivery inserts the delivery of message to endpoint, created at
-// createdAt, in status.
-func (b *testBundle) delivery(t *testing.T, message, endpoint uuid.UUID, status deliverystatus.Status, createdAt time.Time) uuid.UUID {
+// delivery inserts the delivery of message to endpoint in status;
+// deliveries are created in the order they are inserted.
+func (b *testBundle) delivery(t *testing.T, message, endpoint uuid.UUID, status deliverystatus.Status) uuid.UUID {
 	t.Helper()
-	id := uuid.Must(uuid.NewV7())
-	b.exec(t, `
-INSERT INTO herald.deliveries (id, message_id, endpoint_id, tenant_id, status, created_at)
-SELECT $1, m.id, $3, m.tenant_id, $4, $5 FROM herald.messages m WHERE m.id = $2`, id, message, endpoint, status, createdAt)
-	return id
+	return testfactory.Delivery(t, b.pool, &testfactory.DeliveryOpts{MessageID: message, EndpointID: endpoint, Status: status}).ID
 }
 
 // attempt inserts attempt number n of delivery, started at startedAt, that
@@ -99,18 +95,18 @@ func attemptIDs(attempts []deliverylog.Attempt) []uuid.UUID {
 func TestListMessagesFilters(t *testing.T) {
 	t.Parallel()
 	b := setup(t)
-	e1 := b.endpoint(t, "acme", "https://one.example/hook", t0)
-	e2 := b.endpoint(t, "acme", "https://two.example/hook", t0)
-	eg := b.endpoint(t, "globex", "https://globex.example/hook", t0)
+	e1 := b.endpoint(t, "acme", "https://one.example/hook")
+	e2 := b.endpoint(t, "acme", "https://two.example/hook")
+	eg := b.endpoint(t, "globex", "https://globex.example/hook")
 
 	paid := b.message(t, "acme", "invoice.paid", t0)
-	b.delivery(t, paid, e1, deliverystatus.Succeeded, t0)
-	b.delivery(t, paid, e2, deliverystatus.Failed, t0)
+	b.delivery(t, paid, e1, deliverystatus.Succeeded)
+	b.delivery(t, paid, e2, deliverystatus.Failed)
 	created := b.message(t, "acme", "invoice.created", t0.Add(time.Minute))
-	b.delivery(t, created, e1, deliverystatus.Failed, t0.Add(time.Minute))
+	b.delivery(t, created, e1, deliverystatus.Failed)
 	queued := b.message(t, "acme", "invoice.paid", t0.Add(2*time.Minute))
 	foreign := b.message(t, "globex", "invoice.paid", t0.Add(3*time.Minute))
-	b.delivery(t, foreign, eg, deliverystatus.Failed, t0.Add(3*time.Minute))
+	b.delivery(t, foreign, eg, deliverystatus.Failed)
 
 	since, until := t0.Add(time.Minute), t0.Add(2*time.Minute)
 	for _, tc := range []struct {
@@ -169,24 +165,26 @@ func TestListMessagesPages(t *testing.T) {
 func TestGetMessage(t *testing.T) {
 	t.Parallel()
 	b := setup(t)
-	e1 := b.endpoint(t, "acme", "https://one.example/hook", t0)
-	e2 := b.endpoint(t, "acme", "https://two.example/hook", t0)
-	e3 := b.endpoint(t, "acme", "https://three.example/hook", t0)
-	id := b.message(t, "acme", "invoice.paid", t0)
-	b.delivery(t, id, e1, deliverystatus.Failed, t0)
-	b.delivery(t, id, e2, deliverystatus.Failed, t0)
-	b.delivery(t, id, e3, deliverystatus.Pending, t0)
+	e1 := b.endpoint(t, "acme", "https://one.example/hook")
+	e2 := b.endpoint(t, "acme", "https://two.example/hook")
+	e3 := b.endpoint(t, "acme", "https://three.example/hook")
+	dispatched := t0.Add(time.Second)
+	id := testfactory.Message(t, b.pool, &testfactory.MessageOpts{TenantID: "acme", EventType: "invoice.paid",
+		ObjectID: "inv_1", ObjectVersion: 3, Body: `{"type": "invoice.paid"}`, CreatedAt: &t0, DispatchedAt: &dispatched}).ID
+	b.delivery(t, id, e1, deliverystatus.Failed)
+	b.delivery(t, id, e2, deliverystatus.Failed)
+	b.delivery(t, id, e3, deliverystatus.Pending)
 
 	m, err := deliverylog.GetMessage(b.ctx, b.pool, "acme", id)
 	require.NoError(t, err)
 	require.Equal(t, id, m.ID)
 	require.Equal(t, "acme", m.TenantID)
 	require.Equal(t, "invoice.paid", m.EventType)
-	require.Equal(t, "obj_"+id.String(), m.ObjectID)
-	require.Equal(t, int64(1), m.ObjectVersion)
+	require.Equal(t, "inv_1", m.ObjectID)
+	require.Equal(t, int64(3), m.ObjectVersion)
 	require.Nil(t, m.IdempotencyKey)
 	require.True(t, m.CreatedAt.Equal(t0), "created at %s", m.CreatedAt)
-	require.NotNil(t, m.DispatchedAt)
+	require.True(t, m.DispatchedAt.Equal(dispatched), "dispatched at %s", m.DispatchedAt)
 	require.JSONEq(t, `{"type": "invoice.paid"}`, string(m.Payload))
 	require.Equal(t, map[deliverystatus.Status]int{deliverystatus.Failed: 2, deliverystatus.Pending: 1}, m.DeliveryCounts)
 
@@ -234,11 +232,11 @@ func TestListDeliveries(t *testing.T) {
 	t.Parallel()
 	b := setup(t)
 	// The endpoints' order is the reverse of the deliveries'.
-	later := b.endpoint(t, "acme", "https://later.example/hook", t0.Add(time.Hour))
-	earlier := b.endpoint(t, "acme", "https://earlier.example/hook", t0)
+	earlier := b.endpoint(t, "acme", "https://earlier.example/hook")
+	later := b.endpoint(t, "acme", "https://later.example/hook")
 	id := b.message(t, "acme", "invoice.paid", t0)
-	first := b.delivery(t, id, later, deliverystatus.Succeeded, t0)
-	second := b.delivery(t, id, earlier, deliverystatus.Pending, t0.Add(time.Second))
+	first := b.delivery(t, id, later, deliverystatus.Succeeded)
+	second := b.delivery(t, id, earlier, deliverystatus.Pending)
 	b.attempt(t, first, 1, t0, 200)
 	b.exec(t, `UPDATE herald.deliveries SET attempt_count = 1, first_attempt_at = $2, last_attempt_at = $2,
   completed_at = $2, last_status_code = 200 WHERE id = $1`, first, t0)
@@ -275,16 +273,16 @@ func TestListDeliveries(t *testing.T) {
 func TestListMessageAttempts(t *testing.T) {
 	t.Parallel()
 	b := setup(t)
-	e1 := b.endpoint(t, "acme", "https://one.example/hook", t0)
-	e2 := b.endpoint(t, "acme", "https://two.example/hook", t0)
+	e1 := b.endpoint(t, "acme", "https://one.example/hook")
+	e2 := b.endpoint(t, "acme", "https://two.example/hook")
 	id := b.message(t, "acme", "invoice.paid", t0)
 	other := b.message(t, "acme", "invoice.paid", t0)
-	d1 := b.delivery(t, id, e1, deliverystatus.Pending, t0)
-	d2 := b.delivery(t, id, e2, deliverystatus.Succeeded, t0)
+	d1 := b.delivery(t, id, e1, deliverystatus.Pending)
+	d2 := b.delivery(t, id, e2, deliverystatus.Succeeded)
 	a1 := b.attempt(t, d1, 1, t0, 500)
 	a2 := b.attempt(t, d2, 1, t0.Add(time.Second), 200)
 	a3 := b.attempt(t, d1, 2, t0.Add(time.Minute), 503)
-	b.attempt(t, b.delivery(t, other, e1, deliverystatus.Succeeded, t0), 1, t0, 200)
+	b.attempt(t, b.delivery(t, other, e1, deliverystatus.Succeeded), 1, t0, 200)
 
 	p, err := deliverylog.ListMessageAttempts(b.ctx, b.pool, "acme", id, deliverylog.AttemptFilter{}, page.Request{})
 	require.NoError(t, err)
@@ -326,13 +324,13 @@ func TestListMessageAttempts(t *testing.T) {
 func TestListEndpointAttempts(t *testing.T) {
 	t.Parallel()
 	b := setup(t)
-	e1 := b.endpoint(t, "acme", "https://one.example/hook", t0)
-	e2 := b.endpoint(t, "acme", "https://two.example/hook", t0)
+	e1 := b.endpoint(t, "acme", "https://one.example/hook")
+	e2 := b.endpoint(t, "acme", "https://two.example/hook")
 	m1 := b.message(t, "acme", "invoice.paid", t0)
 	m2 := b.message(t, "acme", "invoice.paid", t0)
-	a1 := b.attempt(t, b.delivery(t, m1, e1, deliverystatus.Succeeded, t0), 1, t0, 200)
-	a2 := b.attempt(t, b.delivery(t, m2, e1, deliverystatus.Succeeded, t0), 1, t0.Add(time.Second), 200)
-	b.attempt(t, b.delivery(t, m1, e2, deliverystatus.Succeeded, t0), 1, t0, 200)
+	a1 := b.attempt(t, b.delivery(t, m1, e1, deliverystatus.Succeeded), 1, t0, 200)
+	a2 := b.attempt(t, b.delivery(t, m2, e1, deliverystatus.Succeeded), 1, t0.Add(time.Second), 200)
+	b.attempt(t, b.delivery(t, m1, e2, deliverystatus.Succeeded), 1, t0, 200)
 
 	p, err := deliverylog.ListEndpointAttempts(b.ctx, b.pool, "acme", e1, deliverylog.AttemptFilter{}, page.Request{})
 	require.NoError(t, err)
@@ -357,10 +355,10 @@ func TestListEndpointAttempts(t *testing.T) {
 func TestListMessageSummariesMatchListMessages(t *testing.T) {
 	t.Parallel()
 	b := setup(t)
-	e1 := b.endpoint(t, "acme", "https://one.example/hook", t0)
+	e1 := b.endpoint(t, "acme", "https://one.example/hook")
 	for i := range 6 {
 		m := b.message(t, "acme", []string{"invoice.paid", "invoice.created"}[i%2], t0.Add(time.Duration(i)*time.Minute))
-		b.delivery(t, m, e1, deliverystatus.All()[i%3], t0)
+		b.delivery(t, m, e1, deliverystatus.All()[i%3])
 	}
 	since := t0.Add(2 * time.Minute)
 	for _, f := range []deliverylog.MessageFilter{
@@ -395,13 +393,13 @@ func TestListMessageSummariesMatchListMessages(t *testing.T) {
 func TestListDeliveriesOfMessages(t *testing.T) {
 	t.Parallel()
 	b := setup(t)
-	later := b.endpoint(t, "acme", "https://later.example/hook", t0.Add(time.Hour))
-	earlier := b.endpoint(t, "acme", "https://earlier.example/hook", t0)
+	earlier := b.endpoint(t, "acme", "https://earlier.example/hook")
+	later := b.endpoint(t, "acme", "https://later.example/hook")
 	m1 := b.message(t, "acme", "invoice.paid", t0)
 	m2 := b.message(t, "acme", "invoice.created", t0.Add(time.Minute))
-	m1later := b.delivery(t, m1, later, deliverystatus.Succeeded, t0)
-	m1earlier := b.delivery(t, m1, earlier, deliverystatus.Failed, t0.Add(time.Second))
-	m2later := b.delivery(t, m2, later, deliverystatus.Pending, t0.Add(time.Minute))
+	m1later := b.delivery(t, m1, later, deliverystatus.Succeeded)
+	m1earlier := b.delivery(t, m1, earlier, deliverystatus.Failed)
+	m2later := b.delivery(t, m2, later, deliverystatus.Pending)
 
 	got, err := deliverylog.ListDeliveriesOfMessages(b.ctx, b.pool, "acme", []uuid.UUID{m1, m2})
 	require.NoError(t, err)
@@ -424,13 +422,13 @@ func TestListDeliveriesOfMessages(t *testing.T) {
 func TestListRecentDeliveries(t *testing.T) {
 	t.Parallel()
 	b := setup(t)
-	e1 := b.endpoint(t, "acme", "https://one.example/hook", t0)
-	e2 := b.endpoint(t, "acme", "https://two.example/hook", t0)
+	e1 := b.endpoint(t, "acme", "https://one.example/hook")
+	e2 := b.endpoint(t, "acme", "https://two.example/hook")
 	var want []uuid.UUID
 	for i := range 4 {
 		m := b.message(t, "acme", "invoice.paid", t0.Add(time.Duration(i)*time.Minute))
-		want = append([]uuid.UUID{b.delivery(t, m, e1, deliverystatus.Succeeded, t0.Add(time.Duration(i)*time.Minute))}, want...)
-		b.delivery(t, m, e2, deliverystatus.Succeeded, t0.Add(time.Duration(i)*time.Minute))
+		want = append([]uuid.UUID{b.delivery(t, m, e1, deliverystatus.Succeeded)}, want...)
+		b.delivery(t, m, e2, deliverystatus.Succeeded)
 	}
 
 	got, err := deliverylog.ListRecentDeliveries(b.ctx, b.pool, "acme", e1, 3)
@@ -451,9 +449,9 @@ func TestListRecentDeliveries(t *testing.T) {
 func TestGetDelivery(t *testing.T) {
 	t.Parallel()
 	b := setup(t)
-	e1 := b.endpoint(t, "acme", "https://one.example/hook", t0)
+	e1 := b.endpoint(t, "acme", "https://one.example/hook")
 	m := b.message(t, "acme", "invoice.paid", t0)
-	id := b.delivery(t, m, e1, deliverystatus.Skipped, t0)
+	id := b.delivery(t, m, e1, deliverystatus.Skipped)
 
 	d, err := deliverylog.GetDelivery(b.ctx, b.pool, "acme", id)
 	require.NoError(t, err)
@@ -469,15 +467,15 @@ func TestGetDelivery(t *testing.T) {
 func TestListAttemptsByDelivery(t *testing.T) {
 	t.Parallel()
 	b := setup(t)
-	e1 := b.endpoint(t, "acme", "https://one.example/hook", t0)
-	e2 := b.endpoint(t, "acme", "https://two.example/hook", t0)
+	e1 := b.endpoint(t, "acme", "https://one.example/hook")
+	e2 := b.endpoint(t, "acme", "https://two.example/hook")
 	m := b.message(t, "acme", "invoice.paid", t0)
-	d1 := b.delivery(t, m, e1, deliverystatus.Pending, t0)
-	d2 := b.delivery(t, m, e2, deliverystatus.Succeeded, t0)
+	d1 := b.delivery(t, m, e1, deliverystatus.Pending)
+	d2 := b.delivery(t, m, e2, deliverystatus.Succeeded)
 	d2a1 := b.attempt(t, d2, 1, t0, 200)
 	d1a1 := b.attempt(t, d1, 1, t0.Add(time.Second), 500)
 	d1a2 := b.attempt(t, d1, 2, t0.Add(time.Minute), 500)
-	b.attempt(t, b.delivery(t, b.message(t, "acme", "invoice.paid", t0), e1, deliverystatus.Succeeded, t0), 1, t0, 200)
+	b.attempt(t, b.delivery(t, b.message(t, "acme", "invoice.paid", t0), e1, deliverystatus.Succeeded), 1, t0, 200)
 
 	got, err := deliverylog.ListAttemptsByDelivery(b.ctx, b.pool, "acme", m)
 	require.NoError(t, err)
@@ -497,9 +495,9 @@ func TestListAttemptsByDelivery(t *testing.T) {
 func TestGetAttempt(t *testing.T) {
 	t.Parallel()
 	b := setup(t)
-	e1 := b.endpoint(t, "acme", "https://one.example/hook", t0)
+	e1 := b.endpoint(t, "acme", "https://one.example/hook")
 	m := b.message(t, "acme", "invoice.paid", t0)
-	d := b.delivery(t, m, e1, deliverystatus.Succeeded, t0)
+	d := b.delivery(t, m, e1, deliverystatus.Succeeded)
 	id := b.attempt(t, d, 1, t0, 204)
 
 	a, err := deliverylog.GetAttempt(b.ctx, b.pool, "acme", id)
