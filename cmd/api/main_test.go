@@ -8,7 +8,6 @@ import (
 	"net/http"
 	"os"
 	"os/exec"
-	"path/filepath"
 	"strings"
 	"syscall"
 	"testing"
@@ -17,6 +16,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/heraldhq/herald/api"
+	"github.com/heraldhq/herald/cmd/internal/programtest"
 	"github.com/heraldhq/herald/internal/pgtest"
 	"github.com/heraldhq/herald/internal/secretbox"
 )
@@ -24,23 +24,7 @@ import (
 // binary is the api built from this package, once per test run.
 var binary string
 
-func TestMain(m *testing.M) {
-	dir, err := os.MkdirTemp("", "herald-api-test")
-	if err != nil {
-		fmt.Fprintln(os.Stderr, err)
-		os.Exit(1)
-	}
-	binary = filepath.Join(dir, "api")
-	build := exec.Command("go", "build", "-o", binary, ".")
-	build.Stdout, build.Stderr = os.Stderr, os.Stderr
-	if err := build.Run(); err != nil {
-		fmt.Fprintln(os.Stderr, "build the api:", err)
-		os.Exit(1)
-	}
-	code := m.Run()
-	_ = os.RemoveAll(dir)
-	os.Exit(code)
-}
+func TestMain(m *testing.M) { programtest.Main(m, "api", &binary) }
 
 // bootstrapKey is the operator key the tests give the api through
 // HERALD_BOOTSTRAP_API_KEY.
