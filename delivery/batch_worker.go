@@ -60,7 +60,7 @@ func (b *BatchWorker) Work(ctx context.Context, job *river.Job[BatchArgs]) error
 	if !w.roomFor(ctx, job.JobRow, endpoint) {
 		return w.holdBack(ctx, job.JobRow, endpoint)
 	}
-	found, err := w.loads.doAll(ctx, job.Args.DeliveryIDs)
+	found, err := w.loads.DoAll(ctx, job.Args.DeliveryIDs)
 	if err != nil {
 		return fmt.Errorf("load %d deliveries to endpoint %s: %w", len(job.Args.DeliveryIDs), endpoint, err)
 	}
@@ -115,7 +115,7 @@ func (b *BatchWorker) Work(ctx context.Context, job *river.Job[BatchArgs]) error
 			failed = append(failed, i)
 		}
 	}
-	recorded, err := w.successes.doAll(ctx, wins)
+	recorded, err := w.successes.DoAll(ctx, wins)
 	if err != nil {
 		w.logger.WarnContext(ctx, "recording successes together failed; recording alone", "endpoint", endpoint, "error", err)
 		recorded = make([]bool, len(wins))

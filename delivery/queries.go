@@ -3,10 +3,10 @@ package delivery
 // The SQL of the delivery worker.
 const (
 	// loadDeliveries reads what attempts need, for many deliveries at once
-	// (workers share the round trip; see batcher). With each comes the set
-	// of its endpoint's secrets active at $2, as their ids, and when the
-	// first of them expires: the worker reuses secrets it read while these
-	// are unchanged.
+	// (workers share the round trip; see internal/batcher). With each comes
+	// the set of its endpoint's secrets active at $2, as their ids, and
+	// when the first of them expires: the worker reuses secrets it read
+	// while these are unchanged.
 	loadDeliveries = `SELECT d.id, d.status, d.attempt_count, d.first_attempt_at, d.next_attempt_at,
     d.message_id, m.body, d.endpoint_id, e.url, e.enabled, coalesce(e.rate_limit, 0),
     coalesce(s.ids, ''), s.first_expiry
@@ -67,10 +67,10 @@ SELECT @attempt_id::uuid, d.id, @message_id::uuid, @endpoint_id::uuid, d.attempt
 FROM delivery d`
 
 	// lookUpByIndex makes the rest of the transaction find rows through
-	// indexes. A batch of successes names at most 512 deliveries by id, but
-	// while the deliveries table is small (a new installation, or the
-	// start of a burst) the planner prefers hashing the batch and scanning
-	// the whole table, once per batch: sampling a burst showed the
+	// indexes. A batch of successes names up to maxRoundTrip deliveries by
+	// id, but while the deliveries table is small (a new installation, or
+	// the start of a burst) the planner prefers hashing the batch and
+	// scanning the whole table, once per batch: sampling a burst showed the
 	// recording statement as Postgres's busiest. An index lookup per
 	// delivery is right at every size.
 	lookUpByIndex = `SET LOCAL enable_seqscan = off`

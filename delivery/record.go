@@ -44,10 +44,10 @@ type loaded struct {
 }
 
 // load reads what an attempt of delivery id needs. Concurrent loads share
-// one query (see batcher). A delivery that does not exist is an error
+// one query (see internal/batcher). A delivery that does not exist is an error
 // wrapping pgx.ErrNoRows.
 func (w *Worker) load(ctx context.Context, id uuid.UUID) (loaded, error) {
-	found, err := w.loads.do(ctx, id)
+	found, err := w.loads.Do(ctx, id)
 	if err != nil {
 		return loaded{}, fmt.Errorf("load delivery %s: %w", id, err)
 	}

@@ -27,7 +27,7 @@ type success struct {
 // loaded (or the shared transaction failed); the caller then records the
 // attempt alone, with record.
 func (w *Worker) recordSuccess(ctx context.Context, d loaded, trigger Trigger, a attempt) bool {
-	recorded, err := w.successes.do(ctx, success{d: d, trigger: trigger, a: a})
+	recorded, err := w.successes.Do(ctx, success{d: d, trigger: trigger, a: a})
 	if err != nil {
 		w.logger.WarnContext(ctx, "recording successes together failed; recording alone", "delivery", d.id, "error", err)
 		return false
