@@ -193,6 +193,32 @@ func (w *Worker) recordAs(ctx context.Context, d loaded, p progress, trigger Tri
 	return *s.next, true, nil
 }
 
+// applyHealth tells w's Health what attempt outcome o means for d's
+// endpoint, in the transaction that recorded it; failed says the attempt
+// settled the delivery as failed. stopped is true when the endpoint is
+// disabled now: its pending deliveries, this one included, were cancelled
+// and the job has nothing more to do.
+func (w *Worker) applyHealth(ctx context.Context, tx pgx.Tx, d loaded, o Outcome, failed bool, ended time.Time) (stopped bool, err error) {
+	switch o.Verdict {
+	case Succeeded:
+		err = w.health.Succeeded(ctx, tx, d.endpointID, ended)
+	case EndpointGone:
+		stopped, err = w.health.Disable(ctx, tx, d.endpointID, DisabledReason, ended)
+	case Retry:
+		stopped, err = w.health.Failed(ctx, tx, d.endpointID, ended, o.Problem)
+	case Exhausted:
+		// A delivery settled otherwise meanwhile (cancelled) was not
+		// exhausted, though its attempt failed.
+		if stopped, err = w.health.Failed(ctx, tx, d.endpointID, ended, o.Problem); err == nil && failed {
+			err = w.health.Exhausted(ctx, tx, d.id)
+		}
+	}
+	if err != nil {
+		return false, fmt.Errorf("endpoint %s health after delivery %s: %w", d.endpointID, d.id, err)
+	}
+	return stopped, nil
+}
+
 // retryFunc is called in the transaction that records a failed attempt
 // when another attempt is due (at the delivery's next_attempt_at).
 type retryFunc func(ctx context.Context, tx pgx.Tx) error

@@ -14,6 +14,7 @@ import (
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgconn"
 	"github.com/riverqueue/river"
+	"github.com/riverqueue/river/rivertype"
 
 	"github.com/heraldhq/herald/health"
 	"github.com/heraldhq/herald/internal/batcher"
@@ -37,28 +38,6 @@ const (
 	DefaultMaxBusySnooze = 5 * time.Second
 )
 
-// The round trips workers share (package internal/batcher): loading
-// deliveries and recording successes.
-const (
-	// maxRoundTrip is the most requests one shared round trip carries.
-	// Workers waiting for their successes to be recorded hold their
-	// deliveries: in the burst benchmark, at 128 per round trip the queue
-	// of batch jobs waiting to record took the dispatcher to 240 MB, at 512
-	// to about 100 MB, and the drain was faster (docs/benchmarks.md).
-	maxRoundTrip = 512
-	// roundTripFlushers is how many round trips of one kind may run at
-	// once. One gives the largest batches: in the steady benchmark four
-	// cost 15% more CPU per delivery than one, for no gain in throughput.
-	roundTripFlushers = 1
-	// roundTripTimeout bounds one shared round trip. It is detached from
-	// the callers' contexts: one job being cancelled must not fail the
-	// others' batch.
-	roundTripTimeout = 30 * time.Second
-)
-
-// roundTrips configures the batchers of a Worker.
-var roundTrips = batcher.Config{MaxBatch: maxRoundTrip, Flushers: roundTripFlushers, Timeout: roundTripTimeout}
-
 // DB is what the worker needs of Postgres; a *pgxpool.Pool is one.
 type DB interface {
 	Begin(ctx context.Context) (pgx.Tx, error)
@@ -75,6 +54,32 @@ type DB interface {
 // schedule like any other.
 type SecretSource interface {
 	ActiveSecrets(ctx context.Context, endpointID uuid.UUID, now time.Time) ([]signing.Secret, error)
+}
+
+// Health is told the result of every attempt, inside the transaction that
+// records it, so an endpoint's health changes exactly when its attempts are
+// recorded. *health.Tracker implements it: it keeps the endpoint's failing
+// spell, disables endpoints that fail too long or answer 410, and publishes
+// operational events.
+type Health interface {
+	// Succeeded ends the endpoint's failing spell.
+	Succeeded(ctx context.Context, tx pgx.Tx, endpointID uuid.UUID, at time.Time) error
+	// Failed counts a failure; disabled reports that it disabled the
+	// endpoint, cancelling its pending deliveries.
+	Failed(ctx context.Context, tx pgx.Tx, endpointID uuid.UUID, at time.Time, problem string) (disabled bool, err error)
+	// Disable disables the endpoint at once and cancels its pending
+	// deliveries.
+	Disable(ctx context.Context, tx pgx.Tx, endpointID uuid.UUID, reason string, at time.Time) (disabled bool, err error)
+	// Exhausted reports a delivery whose retry window is spent.
+	Exhausted(ctx context.Context, tx pgx.Tx, deliveryID uuid.UUID) error
+}
+
+// RateLimiter holds deliveries to their endpoint's messages-per-second
+// limit. Admit returns nil when the job may send now, or the river.JobSnooze
+// error that puts it to sleep until its slot. *ratelimit.Limiter implements
+// it.
+type RateLimiter interface {
+	Admit(ctx context.Context, job *rivertype.JobRow, endpointID uuid.UUID, perSecond float64) error
 }
 
 // Config configures a Worker.
@@ -124,6 +129,28 @@ type Config struct {
 	// Logger receives the worker's logs. Defaults to slog.Default().
 	Logger *slog.Logger
 }
+
+// The round trips workers share (package internal/batcher): loading
+// deliveries and recording successes.
+const (
+	// maxRoundTrip is the most requests one shared round trip carries.
+	// Workers waiting for their successes to be recorded hold their
+	// deliveries: in the burst benchmark, at 128 per round trip the queue
+	// of batch jobs waiting to record took the dispatcher to 240 MB, at 512
+	// to about 100 MB, and the drain was faster (docs/benchmarks.md).
+	maxRoundTrip = 512
+	// roundTripFlushers is how many round trips of one kind may run at
+	// once. One gives the largest batches: in the steady benchmark four
+	// cost 15% more CPU per delivery than one, for no gain in throughput.
+	roundTripFlushers = 1
+	// roundTripTimeout bounds one shared round trip. It is detached from
+	// the callers' contexts: one job being cancelled must not fail the
+	// others' batch.
+	roundTripTimeout = 30 * time.Second
+)
+
+// roundTrips configures the batchers of a Worker.
+var roundTrips = batcher.Config{MaxBatch: maxRoundTrip, Flushers: roundTripFlushers, Timeout: roundTripTimeout}
 
 // Worker is the River worker of Args: one call of Work makes at most one
 // attempt of one delivery and records it.
