@@ -1,0 +1,94 @@
+package delivery
+
+import (
+	"context"
+	"fmt"
+	"time"
+
+	"github.com/google/uuid"
+	"github.com/jackc/pgx/v5"
+
+	"github.com/heraldhq/herald/internal/deliverystatus"
+)
+
+// progress is the part of a delivery an attempt's outcome depends on.
+type progress struct {
+	status       deliverystatus.Status
+	attemptCount int
+	firstAttempt *time.Time
+}
+
+// loaded is what one attempt needs to know of its delivery.
+type loaded struct {
+	progress
+	id              uuid.UUID
+	nextAttemptAt   time.Time // zero when not set
+	messageID       uuid.UUID
+	body            []byte
+	endpointID      uuid.UUID
+	url             string
+	endpointEnabled bool
+	// rateLimit is the endpoint's messages per second; 0 means no limit.
+	rateLimit float64
+	// secrets names the endpoint's secrets active when the delivery was
+	// loaded (their ids), and secretsExpire is when the first of them
+	// expires (zero: none does); see secretCache.
+	secrets       string
+	secretsExpire time.Time
+}
+
+// load reads what an attempt of delivery id needs. Concurrent loads share
+// one query (see internal/batcher). A delivery that does not exist is an error
+// wrapping pgx.ErrNoRows.
+func (w *Worker) load(ctx context.Context, id uuid.UUID) (loaded, error) {
+	found, err := w.loads.Do(ctx, id)
+	if err != nil {
+		return loaded{}, fmt.Errorf("load delivery %s: %w", id, err)
+	}
+	if found == nil {
+		return loaded{}, fmt.Errorf("load delivery %s: %w", id, pgx.ErrNoRows)
+	}
+	return *found, nil
+}
+
+// loadMany reads the deliveries ids, in order; nil for one that does not
+// exist.
+func (w *Worker) loadMany(ctx context.Context, ids []uuid.UUID) ([]*loaded, error) {
+	// One round trip: the statements of a batch run in one implicit
+	// transaction, to which SET LOCAL applies.
+	var (
+		batch pgx.Batch
+		byID  = make(map[uuid.UUID]*loaded, len(ids))
+	)
+	batch.Queue(lookUpByIndex)
+	batch.Queue(loadDeliveries, ids, w.now()).Query(func(rows pgx.Rows) error {
+		var (
+			d            loaded
+			next, expire *time.Time
+			body         string
+		)
+		_, err := pgx.ForEachRow(rows, []any{&d.id, &d.status, &d.attemptCount, &d.firstAttempt, &next,
+			&d.messageID, &body, &d.endpointID, &d.url, &d.endpointEnabled, &d.rateLimit, &d.secrets, &expire}, func() error {
+			one := d
+			one.nextAttemptAt, one.secretsExpire = time.Time{}, time.Time{}
+			if next != nil {
+				one.nextAttemptAt = *next
+			}
+			if expire != nil {
+				one.secretsExpire = *expire
+			}
+			one.body = []byte(body)
+			byID[one.id] = &one
+			return nil
+		})
+		return err
+	})
+	if err := w.db.SendBatch(ctx, &batch).Close(); err != nil {
+		return nil, err
+	}
+	out := make([]*loaded, len(ids))
+	for i, id := range ids {
+		out[i] = byID[id]
+	}
+	return out, nil
+}
