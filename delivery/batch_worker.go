@@ -101,37 +101,24 @@ func (b *BatchWorker) Work(ctx context.Context, job *river.Job[BatchArgs]) error
 	}
 
 	var (
-		wins   []success
-		failed []int
+		sent   []recording
 		unsent []loaded
 	)
 	for i, a := range attempts {
-		switch {
-		case a == nil:
+		if a == nil {
 			unsent = append(unsent, todo[i])
-		case a.result.succeeded():
-			wins = append(wins, success{d: todo[i], trigger: TriggerScheduled, a: *a})
-		default:
-			failed = append(failed, i)
-		}
-	}
-	recorded, err := w.successes.DoAll(ctx, wins)
-	if err != nil {
-		w.logger.WarnContext(ctx, "recording successes together failed; recording alone", "endpoint", endpoint, "error", err)
-		recorded = make([]bool, len(wins))
-	}
-	for i, s := range wins {
-		if recorded[i] {
 			continue
 		}
-		if _, err := w.record(ctx, s.d, s.trigger, s.a, nil); err != nil {
-			return err
+		r := recording{d: todo[i], trigger: TriggerScheduled, a: *a}
+		if !a.result.succeeded() {
+			// Its retry goes to a job of the delivery's own, inserted in
+			// the transaction that records the attempt.
+			r.retry = retryAlone(todo[i])
 		}
+		sent = append(sent, r)
 	}
-	for _, i := range failed {
-		if _, err := w.record(ctx, todo[i], TriggerScheduled, *attempts[i], retryAlone(todo[i])); err != nil {
-			return err
-		}
+	if _, err := w.record(ctx, sent...); err != nil {
+		return err
 	}
 	if len(unsent) > 0 {
 		return w.handOff(ctx, unsent)

@@ -42,60 +42,63 @@ RETURNING id`
 	// reloadProgress reads what deciding an attempt's outcome depends on.
 	reloadProgress = `SELECT status, attempt_count, first_attempt_at FROM herald.deliveries WHERE id = $1`
 
-	// recordAttempt records one attempt and its outcome in one statement:
-	// the delivery's new state and the attempt row. The delivery is updated
-	// only if its status and attempt count are still those the outcome was
-	// decided on; otherwise nothing is written and no row is inserted, and
-	// the caller decides again. What the outcome means for the endpoint (a
-	// 410 disables it) is applied by the worker's Health in the same
-	// transaction.
-	recordAttempt = `WITH delivery AS (
-    UPDATE herald.deliveries
-    SET status = @status, attempt_count = attempt_count + 1,
-        first_attempt_at = coalesce(first_attempt_at, @started_at),
-        last_attempt_at = @started_at, next_attempt_at = @next_attempt_at,
-        completed_at = CASE WHEN @status = 'pending' THEN NULL ELSE coalesce(@completed_at, completed_at) END,
-        last_status_code = @status_code, last_error = @problem, updated_at = now()
-    WHERE id = @delivery_id AND status = @seen_status AND attempt_count = @seen_attempt_count
-    RETURNING id, attempt_count
-)
-INSERT INTO herald.attempts (id, delivery_id, message_id, endpoint_id, attempt_number, trigger, started_at,
-    duration_ms, request_headers, status_code, error, response_excerpt, outcome)
-SELECT @attempt_id::uuid, d.id, @message_id::uuid, @endpoint_id::uuid, d.attempt_count, @trigger::text,
-    @started_at::timestamptz, @duration_ms::integer, @request_headers::jsonb, @status_code::integer,
-    @problem::text, @response_excerpt::text, @outcome::text
-FROM delivery d`
-
-	// lookUpByIndex makes the rest of the transaction find rows through
-	// indexes. A batch of successes names up to maxRoundTrip deliveries by
+	// lookUpByIndex makes the statements after it in a transaction find
+	// rows through indexes. A batch names up to maxRoundTrip deliveries by
 	// id, but while the deliveries table is small (a new installation, or
 	// the start of a burst) the planner prefers hashing the batch and
 	// scanning the whole table, once per batch: sampling a burst showed the
 	// recording statement as Postgres's busiest. An index lookup per
-	// delivery is right at every size.
+	// delivery is right at every size. Only statements that look rows up
+	// may follow it: a scan no index serves is costed at 10^10, which also
+	// has Postgres JIT-compile it (see insertAttempts).
 	lookUpByIndex = `SET LOCAL enable_seqscan = off`
 
-	// recordSuccesses records many successful attempts in one statement:
-	// like recordAttempt for the Succeeded outcome, for each delivery still
-	// pending at the attempt count its attempt was decided on. It returns
-	// the deliveries it recorded; the others changed meanwhile and are
-	// recorded one by one.
+	// lookUpAsUsual ends lookUpByIndex.
+	lookUpAsUsual = `RESET enable_seqscan`
+
+	// recordAttempts records attempts and their outcomes in one
+	// statement: for each row of its input (recordColumns, as arrays) the
+	// delivery's new state and the attempt row. A delivery is updated only
+	// if its status and attempt count are still those its outcome was
+	// decided on; otherwise nothing is written for it and no attempt row is
+	// inserted, and the caller decides again. It returns the deliveries it
+	// recorded. What an outcome means for the endpoint (a 410 disables it)
+	// is applied by the worker's Health in the same transaction.
 	//
 	// The status a delivery must still have comes as a column of the input
-	// ('pending' on every row), not as a constant: with a constant the
-	// planner may read the partial index of all pending deliveries, the
-	// whole backlog, for every batch.
-	recordSuccesses = `WITH input AS (
-    SELECT * FROM unnest($1::uuid[], $2::text[], $3::integer[], $4::timestamptz[], $5::timestamptz[],
-        $6::integer[], $7::integer[], $8::uuid[], $9::uuid[], $10::uuid[], $11::text[], $12::text[], $13::text[])
-        AS i(delivery_id, seen_status, seen_attempt_count, started_at, ended_at, duration_ms,
-            status_code, attempt_id, message_id, endpoint_id, trigger, request_headers, response_excerpt)
-), delivery AS (
+	// ('pending' on every row of a batch), not as a constant: with a
+	// constant the planner may read the partial index of all pending
+	// deliveries, the whole backlog, for every batch.
+	recordAttempts = `WITH input AS (
+    SELECT * FROM unnest($1::uuid[], $2::text[], $3::integer[], $4::text[], $5::timestamptz[], $6::timestamptz[],
+        $7::uuid[], $8::uuid[], $9::uuid[], $10::text[], $11::timestamptz[], $12::integer[], $13::text[],
+        $14::integer[], $15::text[], $16::text[], $17::text[])
+        AS i(delivery_id, seen_status, seen_attempt_count, status, next_attempt_at, completed_at,
+            attempt_id, message_id, endpoint_id, trigger, started_at, duration_ms, request_headers,
+            status_code, problem, response_excerpt, outcome)
+)` + recordInput
+
+	// recordAttempt is recordAttempts for one attempt, its input one
+	// parameter per column. Postgres plans a statement over unnest anew on
+	// every call, since its row count depends on the arrays, and recording
+	// one attempt that way took twice as long; this one is planned once.
+	recordAttempt = `WITH input AS (
+    SELECT $1::uuid AS delivery_id, $2::text AS seen_status, $3::integer AS seen_attempt_count,
+        $4::text AS status, $5::timestamptz AS next_attempt_at, $6::timestamptz AS completed_at,
+        $7::uuid AS attempt_id, $8::uuid AS message_id, $9::uuid AS endpoint_id, $10::text AS trigger,
+        $11::timestamptz AS started_at, $12::integer AS duration_ms, $13::text AS request_headers,
+        $14::integer AS status_code, $15::text AS problem, $16::text AS response_excerpt, $17::text AS outcome
+)` + recordInput
+
+	// recordInput is what recordAttempts and recordAttempt do with their
+	// input.
+	recordInput = `, delivery AS (
     UPDATE herald.deliveries d
-    SET status = 'succeeded', attempt_count = d.attempt_count + 1,
+    SET status = i.status, attempt_count = d.attempt_count + 1,
         first_attempt_at = coalesce(d.first_attempt_at, i.started_at),
-        last_attempt_at = i.started_at, next_attempt_at = NULL, completed_at = i.ended_at,
-        last_status_code = i.status_code, last_error = NULL, updated_at = now()
+        last_attempt_at = i.started_at, next_attempt_at = i.next_attempt_at,
+        completed_at = CASE WHEN i.status = 'pending' THEN NULL ELSE coalesce(i.completed_at, d.completed_at) END,
+        last_status_code = i.status_code, last_error = i.problem, updated_at = now()
     FROM input i
     WHERE d.id = i.delivery_id AND d.status = i.seen_status AND d.attempt_count = i.seen_attempt_count
     RETURNING d.id, d.attempt_count
@@ -103,7 +106,7 @@ FROM delivery d`
 INSERT INTO herald.attempts (id, delivery_id, message_id, endpoint_id, attempt_number, trigger, started_at,
     duration_ms, request_headers, status_code, error, response_excerpt, outcome)
 SELECT i.attempt_id, d.id, i.message_id, i.endpoint_id, d.attempt_count, i.trigger, i.started_at,
-    i.duration_ms, i.request_headers::jsonb, i.status_code, NULL, i.response_excerpt, $14
+    i.duration_ms, i.request_headers::jsonb, i.status_code, i.problem, i.response_excerpt, i.outcome
 FROM delivery d JOIN input i ON i.delivery_id = d.id
 RETURNING delivery_id`
 )

@@ -170,7 +170,7 @@ type Worker struct {
 	rateLimiter   RateLimiter
 	now           func() time.Time
 	loads         *batcher.Batcher[uuid.UUID, *loaded]
-	successes     *batcher.Batcher[success, bool]
+	successes     *batcher.Batcher[recording, applied]
 }
 
 // NewWorker checks cfg and returns a Worker.
@@ -227,7 +227,7 @@ func NewWorker(cfg Config) (*Worker, error) {
 		w.rateLimiter = limiter
 	}
 	w.loads = batcher.New(roundTrips, w.loadMany)
-	w.successes = batcher.New(roundTrips, w.recordSuccesses)
+	w.successes = batcher.New(roundTrips, w.apply)
 	return w, nil
 }
 
@@ -306,15 +306,12 @@ func (w *Worker) Work(ctx context.Context, job *river.Job[Args]) error {
 		return fmt.Errorf("delivery %s interrupted: %w", d.id, err)
 	}
 
-	if a.result.succeeded() && w.recordSuccess(ctx, d, trigger, a) {
-		return nil
-	}
-	next, err := w.record(ctx, d, trigger, a, nil)
+	next, err := w.record(ctx, recording{d: d, trigger: trigger, a: a})
 	if err != nil {
 		return err
 	}
-	if !next.IsZero() {
-		return river.JobSnooze(max(next.Sub(w.now()), 0))
+	if !next[0].IsZero() {
+		return river.JobSnooze(max(next[0].Sub(w.now()), 0))
 	}
 	return nil
 }
