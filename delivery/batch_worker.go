@@ -57,8 +57,8 @@ func (b *BatchWorker) Work(ctx context.Context, job *river.Job[BatchArgs]) error
 		return river.JobCancel(err)
 	}
 	endpoint := job.Args.EndpointID
-	if !w.roomFor(ctx, job.JobRow, endpoint) {
-		return w.holdBack(ctx, job.JobRow, endpoint)
+	if err := w.checkRoom(ctx, job.JobRow, endpoint); err != nil {
+		return err
 	}
 	found, err := w.loads.DoAll(ctx, job.Args.DeliveryIDs)
 	if err != nil {
@@ -82,16 +82,11 @@ func (b *BatchWorker) Work(ctx context.Context, job *river.Job[BatchArgs]) error
 		return w.handOff(ctx, todo)
 	}
 
-	// As for one delivery, the slots are held for the requests alone.
-	releaseAll, lanes := w.inflight.acquireUpTo(endpoint, len(todo))
-	if lanes == 0 {
-		return w.holdBack(ctx, job.JobRow, endpoint)
-	}
-	release := sync.OnceFunc(releaseAll)
-	defer release()
-	if err := admitted(ctx, job.JobRow); err != nil {
+	release, lanes, err := w.takeSlots(ctx, job.JobRow, endpoint, len(todo))
+	if err != nil {
 		return err
 	}
+	defer release()
 	attempts := w.sendUntilFailure(ctx, todo, lanes)
 	release()
 	if err := ctx.Err(); err != nil {

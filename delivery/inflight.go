@@ -54,13 +54,6 @@ func newInflight(cap int) *inflight {
 	return &inflight{cap: cap, running: make(map[uuid.UUID][]time.Time), waiting: make(map[uuid.UUID][]chan struct{})}
 }
 
-// acquire takes a slot for endpoint and returns its release function, or
-// false when the endpoint already has cap attempts running.
-func (f *inflight) acquire(endpoint uuid.UUID) (release func(), ok bool) {
-	release, got := f.acquireUpTo(endpoint, 1)
-	return release, got == 1
-}
-
 // waitForRoom reports whether endpoint has fewer than cap attempts
 // running, waiting up to patience for a slot to be released to it. It
 // reserves nothing: a job uses it to be held back before it reads its
@@ -183,14 +176,43 @@ func (w *Worker) holdBack(ctx context.Context, job *rivertype.JobRow, endpoint u
 	return river.JobSnooze(d/2 + rand.N(d))
 }
 
-// roomFor reports whether job's endpoint has room for it, waiting up to
-// busyPatience when the job has not been held back before. The job's
-// metadata is read only when the endpoint is full.
-func (w *Worker) roomFor(ctx context.Context, job *rivertype.JobRow, endpoint uuid.UUID) bool {
+// checkRoom returns nil when job's endpoint has room for another attempt,
+// waiting up to busyPatience when the job has not been held back before,
+// and otherwise the snooze of holdBack. It reserves nothing: a job checks
+// before it reads its deliveries, so that a hanging endpoint's backlog is
+// held back without reading anything, and takes its slots (takeSlots)
+// after. The job's metadata is read only when the endpoint is full.
+func (w *Worker) checkRoom(ctx context.Context, job *rivertype.JobRow, endpoint uuid.UUID) error {
 	if w.inflight.waitForRoom(ctx, endpoint, 0) {
-		return true
+		return nil
 	}
-	return busyCount(job.Metadata) == 0 && w.inflight.waitForRoom(ctx, endpoint, busyPatience)
+	if busyCount(job.Metadata) == 0 && w.inflight.waitForRoom(ctx, endpoint, busyPatience) {
+		return nil
+	}
+	return w.holdBack(ctx, job, endpoint)
+}
+
+// takeSlots takes as many of endpoint's in-flight slots as are free, at
+// most n, for job's requests. It returns how many it took and the function
+// that releases them, which may be called more than once; when none is
+// free, the snooze of holdBack.
+//
+// The slots are held for the requests alone: taken once the deliveries are
+// loaded and released once the answers are in. Held across the load and
+// the recording, which wait for batches and for the database, they kept
+// slots busy long enough under load that healthy endpoints' jobs were held
+// back and snoozed for seconds.
+func (w *Worker) takeSlots(ctx context.Context, job *rivertype.JobRow, endpoint uuid.UUID, n int) (release func(), got int, err error) {
+	releaseAll, got := w.inflight.acquireUpTo(endpoint, n)
+	if got == 0 {
+		return nil, 0, w.holdBack(ctx, job, endpoint)
+	}
+	release = sync.OnceFunc(releaseAll)
+	if err := admitted(ctx, job); err != nil {
+		release()
+		return nil, 0, err
+	}
+	return release, got, nil
 }
 
 // admitted clears the count of holdBack once the job got a slot.

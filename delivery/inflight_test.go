@@ -14,20 +14,20 @@ func TestInflightCapsEachEndpoint(t *testing.T) {
 
 	f := newInflight(2)
 	slow, other := uuid.New(), uuid.New()
-	releaseFirst, ok := f.acquire(slow)
+	releaseFirst, ok := acquireOne(f, slow)
 	require.True(t, ok)
-	_, ok = f.acquire(slow)
+	_, ok = acquireOne(f, slow)
 	require.True(t, ok)
-	_, ok = f.acquire(slow)
+	_, ok = acquireOne(f, slow)
 	require.False(t, ok, "a third attempt to one endpoint is over the cap")
 	require.False(t, f.waitForRoom(t.Context(), slow, 0))
 	require.True(t, f.waitForRoom(t.Context(), other, 0))
-	_, ok = f.acquire(other)
+	_, ok = acquireOne(f, other)
 	require.True(t, ok, "another endpoint has its own cap")
 
 	releaseFirst()
 	require.True(t, f.waitForRoom(t.Context(), slow, 0), "a released slot makes room")
-	_, ok = f.acquire(slow)
+	_, ok = acquireOne(f, slow)
 	require.True(t, ok, "a released slot can be taken again")
 }
 
@@ -35,7 +35,7 @@ func TestInflightForgetsIdleEndpoints(t *testing.T) {
 	t.Parallel()
 
 	f := newInflight(1)
-	release, ok := f.acquire(uuid.New())
+	release, ok := acquireOne(f, uuid.New())
 	require.True(t, ok)
 	release()
 	require.Empty(t, f.running, "an endpoint with nothing running must not stay in the map")
@@ -61,7 +61,7 @@ func TestInflightWaitsForRoom(t *testing.T) {
 
 	cancelled, cancel := context.WithCancel(t.Context())
 	cancel()
-	_, ok := f.acquire(endpoint)
+	_, ok := acquireOne(f, endpoint)
 	require.True(t, ok)
 	require.False(t, f.waitForRoom(cancelled, endpoint, time.Hour), "an ended job stops waiting")
 }
@@ -79,7 +79,7 @@ func TestInflightLongestRunning(t *testing.T) {
 	releaseOld, got := f.acquireUpTo(endpoint, 2)
 	require.Equal(t, 2, got)
 	time.Sleep(5 * time.Millisecond)
-	releaseNew, ok := f.acquire(endpoint)
+	releaseNew, ok := acquireOne(f, endpoint)
 	require.True(t, ok)
 	require.GreaterOrEqual(t, f.longestRunning(endpoint), 5*time.Millisecond, "the oldest attempt counts")
 
@@ -124,7 +124,13 @@ func fullEndpoint(t *testing.T) (*inflight, uuid.UUID, func()) {
 	t.Helper()
 	f := newInflight(1)
 	endpoint := uuid.New()
-	release, ok := f.acquire(endpoint)
+	release, ok := acquireOne(f, endpoint)
 	require.True(t, ok)
 	return f, endpoint, release
+}
+
+// acquireOne takes one slot for endpoint, as a delivery's job does.
+func acquireOne(f *inflight, endpoint uuid.UUID) (release func(), ok bool) {
+	release, got := f.acquireUpTo(endpoint, 1)
+	return release, got == 1
 }

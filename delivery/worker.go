@@ -7,7 +7,6 @@ import (
 	"fmt"
 	"log/slog"
 	"net/http"
-	"sync"
 	"time"
 
 	"github.com/google/uuid"
@@ -247,15 +246,17 @@ func (w *Worker) Timeout(*river.Job[Args]) time.Duration {
 // (the delivery is cancelled), or its retry is not due yet. After a failed
 // attempt the job snoozes until the retry; River does not count a snooze as
 // a job attempt.
+//
+// An attempt goes: room at the endpoint (checkRoom), the delivery (load),
+// a slot for the request (takeSlots), the request (send), and its outcome
+// decided and recorded (record).
 func (w *Worker) Work(ctx context.Context, job *river.Job[Args]) error {
 	trigger, err := job.Args.check()
 	if err != nil {
 		return river.JobCancel(err)
 	}
-	// A hanging endpoint keeps its slots taken; its backlog is held back
-	// without reading anything.
-	if !w.roomFor(ctx, job.JobRow, job.Args.EndpointID) {
-		return w.holdBack(ctx, job.JobRow, job.Args.EndpointID)
+	if err := w.checkRoom(ctx, job.JobRow, job.Args.EndpointID); err != nil {
+		return err
 	}
 	d, err := w.load(ctx, job.Args.DeliveryID)
 	if errors.Is(err, pgx.ErrNoRows) {
@@ -280,20 +281,11 @@ func (w *Worker) Work(ctx context.Context, job *river.Job[Args]) error {
 		return river.JobSnooze(d.nextAttemptAt.Sub(now))
 	}
 
-	// The endpoint's slot is held for the request alone: taken once the
-	// delivery is loaded and released once the answer is in. Held across
-	// the load and the recording, which wait for batches and for the
-	// database, it kept slots busy long enough under load that healthy
-	// endpoints' jobs were held back and snoozed for seconds.
-	acquired, ok := w.inflight.acquire(d.endpointID)
-	if !ok {
-		return w.holdBack(ctx, job.JobRow, d.endpointID)
-	}
-	release := sync.OnceFunc(acquired)
-	defer release()
-	if err := admitted(ctx, job.JobRow); err != nil {
+	release, _, err := w.takeSlots(ctx, job.JobRow, d.endpointID, 1)
+	if err != nil {
 		return err
 	}
+	defer release()
 	if err := w.rateLimiter.Admit(ctx, job.JobRow, d.endpointID, d.rateLimit); err != nil {
 		return err
 	}
