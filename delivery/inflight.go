@@ -13,22 +13,27 @@ import (
 	"github.com/riverqueue/river/rivertype"
 )
 
-// firstBusySnooze is the mean delay after which a job held back by its
+// FirstBusySnooze is the mean delay after which a job held back by its
 // endpoint's in-flight cap tries again the first time; each further time in
-// a row doubles it, up to Config.MaxBusySnooze. The delay is never shorter
-// than the endpoint's oldest running request has been running: contention
-// at a healthy endpoint clears within a few short snoozes, while the backlog
-// of a slow or hanging endpoint checks back about as often as a slot can
-// free, and soon only every MaxBusySnooze.
-const firstBusySnooze = 50 * time.Millisecond
+// a row doubles it, up to Config.MaxBusySnooze, and each delay d is drawn
+// from [d/2, 3d/2). The delay is never shorter than the endpoint's oldest
+// running request has been running: contention at a healthy endpoint
+// clears within a few short snoozes, while the backlog of a slow or
+// hanging endpoint checks back about as often as a slot can free, and soon
+// only every MaxBusySnooze. Each snooze is a River update and fetch; the
+// ramp from 50 ms had cost 1.7 rows written per healthy delivery in the
+// isolation benchmark, 0.8 with the floor (docs/benchmarks.md).
+const FirstBusySnooze = 50 * time.Millisecond
 
-// busyPatience is how long a job that has not been held back before waits
-// in the process for its endpoint to have room before it is held back. A
-// healthy endpoint reaches its cap only while the machine stalls, and a
-// slot frees within milliseconds; a snooze would add at least a River
-// round trip and, doubling, hundreds of milliseconds. A hanging endpoint's
-// backlog waits once and snoozes from then on.
-const busyPatience = 50 * time.Millisecond
+// BusyPatience is how long a job that has not been held back before waits
+// in the process for its endpoint to have room before it is held back; a
+// released slot wakes one waiting job, first come first. A healthy
+// endpoint reaches its cap only while the machine stalls, and a slot frees
+// within milliseconds; a snooze would add at least a River round trip and,
+// doubling, hundreds of milliseconds (in the steady benchmark 1.5% of
+// deliveries went through such snoozes, at p50 418 ms). A hanging
+// endpoint's backlog waits once and snoozes from then on.
+const BusyPatience = 50 * time.Millisecond
 
 // busyMetadataKey counts, in a job's River metadata, how many times in a
 // row the in-flight cap held it back.
@@ -170,14 +175,14 @@ func (w *Worker) holdBack(ctx context.Context, job *rivertype.JobRow, endpoint u
 	}
 	d := w.maxBusySnooze
 	if n < 20 {
-		d = firstBusySnooze << n
+		d = FirstBusySnooze << n
 	}
 	d = min(max(d, w.inflight.longestRunning(endpoint)), w.maxBusySnooze)
 	return river.JobSnooze(d/2 + rand.N(d))
 }
 
 // checkRoom returns nil when job's endpoint has room for another attempt,
-// waiting up to busyPatience when the job has not been held back before,
+// waiting up to BusyPatience when the job has not been held back before,
 // and otherwise the snooze of holdBack. It reserves nothing: a job checks
 // before it reads its deliveries, so that a hanging endpoint's backlog is
 // held back without reading anything, and takes its slots (takeSlots)
@@ -186,7 +191,7 @@ func (w *Worker) checkRoom(ctx context.Context, job *rivertype.JobRow, endpoint 
 	if w.inflight.waitForRoom(ctx, endpoint, 0) {
 		return nil
 	}
-	if busyCount(job.Metadata) == 0 && w.inflight.waitForRoom(ctx, endpoint, busyPatience) {
+	if busyCount(job.Metadata) == 0 && w.inflight.waitForRoom(ctx, endpoint, BusyPatience) {
 		return nil
 	}
 	return w.holdBack(ctx, job, endpoint)

@@ -94,17 +94,15 @@ type Config struct {
 	// default.
 	Timeout time.Duration
 	// MaxInflightPerEndpoint caps the attempts to one endpoint running at
-	// once in this process; a job over the cap snoozes instead of waiting,
-	// so a slow endpoint never holds more than this many workers. Defaults
-	// to 10. Zero means the default.
+	// once in this process; a job over the cap waits at most BusyPatience,
+	// then snoozes, so a slow endpoint never holds more than this many
+	// workers. Defaults to 10. Zero means the default.
 	MaxInflightPerEndpoint int
 	// MaxBusySnooze bounds the delay after which a job held back by the
-	// cap tries again. A job not held back before first waits up to 50 ms
-	// in the process for a slot. After that the delay is about 50 ms, and
-	// it doubles each time in a row the job is held back, but is never
-	// shorter than the endpoint's oldest running request has run, so a
-	// hanging endpoint's backlog costs little while it waits. Each delay is
-	// drawn from [d/2, 3d/2). Defaults to 5 s. Zero means the default.
+	// cap tries again: a job not held back before waits up to BusyPatience
+	// in the process for a slot, then snoozes, first about FirstBusySnooze,
+	// twice that each time in a row, at most MaxBusySnooze (see
+	// FirstBusySnooze). Defaults to 5 s. Zero means the default.
 	MaxBusySnooze time.Duration
 	// Transport sends the requests. Defaults to a clone of
 	// http.DefaultTransport keeping up to MaxInflightPerEndpoint idle
