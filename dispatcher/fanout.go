@@ -2,9 +2,7 @@ package dispatcher
 
 import (
 	"context"
-	"errors"
 	"fmt"
-	"time"
 
 	"github.com/google/uuid"
 	"github.com/jackc/pgx/v5"
@@ -12,118 +10,7 @@ import (
 
 	"github.com/heraldhq/herald/delivery"
 	"github.com/heraldhq/herald/internal/deliverystatus"
-	"github.com/heraldhq/herald/outbox"
 )
-
-// fanOutLoop drains the outbox until ctx ends: it runs fan-out
-// transactions while they find full batches, then sleeps until a publish
-// notifies it or PollInterval passes.
-func (d *Dispatcher) fanOutLoop(ctx context.Context) {
-	for ctx.Err() == nil {
-		conn, err := d.listen(ctx)
-		if err != nil {
-			if ctx.Err() == nil {
-				d.logger.ErrorContext(ctx, "listen for published messages; polling until it works", "channel", outbox.NotifyChannel, "error", err)
-			}
-			d.drain(ctx)
-			sleep(ctx, d.pollInterval)
-			continue
-		}
-		d.drainAndWait(ctx, conn)
-		_ = conn.Close(context.WithoutCancel(ctx))
-	}
-}
-
-// listen opens a connection of its own (a pooled one would carry the
-// LISTEN back into the pool) and subscribes it to outbox.NotifyChannel.
-func (d *Dispatcher) listen(ctx context.Context) (*pgx.Conn, error) {
-	conn, err := pgx.ConnectConfig(ctx, d.pool.Config().ConnConfig)
-	if err != nil {
-		return nil, err
-	}
-	if _, err := conn.Exec(ctx, "LISTEN "+outbox.NotifyChannel); err != nil {
-		_ = conn.Close(context.WithoutCancel(ctx))
-		return nil, err
-	}
-	return conn, nil
-}
-
-// drainAndWait alternates draining and waiting on conn until ctx ends or
-// the connection fails.
-//
-// Publishers notify only when no publish has notified in the last 100 ms
-// (herald.wake_dispatcher, migrations/0009_outbox_wakeups.sql): a
-// notification serialises committing transactions cluster-wide. So once
-// woken, the fan-out stays awake for linger after the last notification or
-// message, draining every lingerPoll; then it waits for a notification
-// again, or PollInterval.
-func (d *Dispatcher) drainAndWait(ctx context.Context, conn *pgx.Conn) {
-	var awakeUntil time.Time
-	for {
-		// Subscribed before draining, so a publish committed while a batch
-		// runs still wakes the next wait.
-		if d.drain(ctx) > 0 {
-			awakeUntil = time.Now().Add(linger)
-		}
-		wait := d.pollInterval
-		if time.Now().Before(awakeUntil) {
-			wait = lingerPoll
-		}
-		waitCtx, cancel := context.WithTimeout(ctx, wait)
-		_, err := conn.WaitForNotification(waitCtx)
-		cancel()
-		if err == nil {
-			awakeUntil = time.Now().Add(linger)
-			// One drain claims every message committed before it starts,
-			// so a burst of publishes needs one drain, not one each.
-			_, err = takeBurst(ctx, conn, d.batchSize, burstGap)
-		}
-		switch {
-		case ctx.Err() != nil:
-			return
-		case err != nil && !errors.Is(err, context.DeadlineExceeded):
-			d.logger.ErrorContext(ctx, "wait for published messages; reconnecting", "error", err)
-			return
-		}
-	}
-}
-
-// The fan-out's wakefulness. linger must exceed the 100 ms within which
-// publishers notify at most once, so that a publish that did not notify
-// always finds the fan-out awake.
-const (
-	// linger is how long the fan-out stays awake after the last
-	// notification or message.
-	linger = 500 * time.Millisecond
-	// lingerPoll is how often it drains while awake: the most a message
-	// waits for its fan-out while publishers are active.
-	lingerPoll = 5 * time.Millisecond
-)
-
-// burstGap is how soon after a notification the next must arrive to count
-// as part of the same burst.
-const burstGap = time.Millisecond
-
-// takeBurst consumes, after a notification woke the fan-out, the ones that
-// follow it within gap of each other, up to limit (that many mean at least
-// a batch is waiting: time to drain), and returns how many it took. Each
-// publish notifies once; without this, the fan-out ran one transaction per
-// publish, and while the database was down it spun through the backlog of
-// notifications, logging a failed drain for each.
-func takeBurst(ctx context.Context, conn *pgx.Conn, limit int, gap time.Duration) (int, error) {
-	for n := 0; n < limit; n++ {
-		waitCtx, cancel := context.WithTimeout(ctx, gap)
-		_, err := conn.WaitForNotification(waitCtx)
-		cancel()
-		if err != nil {
-			if errors.Is(err, context.DeadlineExceeded) && ctx.Err() == nil {
-				return n, nil
-			}
-			return n, err
-		}
-	}
-	return limit, nil
-}
 
 // drain runs fan-out transactions until one finds the outbox empty.
 func (d *Dispatcher) drain(ctx context.Context) (claimed int) {
@@ -321,13 +208,4 @@ func claim(ctx context.Context, tx pgx.Tx, limit int) (claimed, error) {
 		return claimed{}, fmt.Errorf("claim messages: %w", err)
 	}
 	return b, nil
-}
-
-func sleep(ctx context.Context, d time.Duration) {
-	t := time.NewTimer(d)
-	defer t.Stop()
-	select {
-	case <-ctx.Done():
-	case <-t.C:
-	}
 }
