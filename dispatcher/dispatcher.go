@@ -39,8 +39,7 @@ const (
 	// delivery.DefaultMaxInflightPerEndpoint of them.
 	DefaultWorkers = 500
 	// DefaultBatchSize is how many messages one fan-out claim takes; a
-	// fan-out transaction claims again until it has claimed 5,000 messages
-	// or created 5,000 deliveries, or the outbox is empty.
+	// fan-out transaction claims again up to FanOutLimit.
 	DefaultBatchSize = 500
 	// DefaultPollInterval is how often the fan-out looks for messages when
 	// no notification woke it.
@@ -92,10 +91,9 @@ type Config struct {
 	// 500. Zero means the default.
 	Workers int
 	// BatchSize is how many messages one fan-out claim takes. A fan-out
-	// transaction claims again until it has claimed 5,000 messages or
-	// created 5,000 deliveries, or the outbox is empty, so that a backlog's
-	// first attempts to one endpoint go in full batch jobs. Defaults to
-	// 500. Zero means the default.
+	// transaction claims again up to FanOutLimit, so that a backlog's first
+	// attempts to one endpoint go in full batch jobs (see FanOutLimit).
+	// Defaults to 500. Zero means the default.
 	BatchSize int
 	// PollInterval is how often the fan-out looks for messages when no
 	// publish notified it (notifications are lost while the listening

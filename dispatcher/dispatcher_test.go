@@ -283,13 +283,13 @@ WHERE kind = $1 ORDER BY id`, delivery.BatchKind)
 }
 
 // A backlog of messages that no endpoint subscribes to creates no
-// deliveries; the fan-out still commits after 5,000 messages instead of
-// claiming the whole backlog in one transaction. Each transaction stamps
-// its messages with its own now().
+// deliveries; the fan-out still commits after FanOutLimit messages instead
+// of claiming the whole backlog in one transaction. Each transaction
+// stamps its messages with its own now().
 func TestBacklogWithoutSubscribersFansOutInBoundedTransactions(t *testing.T) {
 	t.Parallel()
 	b, ctx := setup(t)
-	const backlog = 5100
+	const backlog = dispatcher.FanOutLimit + 100
 	tx, err := b.pool.Begin(ctx)
 	require.NoError(t, err)
 	for range backlog {
@@ -306,6 +306,6 @@ func TestBacklogWithoutSubscribersFansOutInBoundedTransactions(t *testing.T) {
 	}, 30*time.Second, 20*time.Millisecond, "the backlog was never dispatched")
 	var transactions int
 	require.NoError(t, b.pool.QueryRow(ctx, "SELECT count(DISTINCT dispatched_at) FROM herald.messages").Scan(&transactions))
-	require.Equal(t, 2, transactions, "5,000 messages, then 100")
+	require.Equal(t, 2, transactions, "FanOutLimit messages, then 100")
 	require.Empty(t, b.statuses(t, ctx), "no deliveries")
 }

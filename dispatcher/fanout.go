@@ -10,6 +10,7 @@ import (
 
 	"github.com/heraldhq/herald/delivery"
 	"github.com/heraldhq/herald/internal/deliverystatus"
+	"github.com/heraldhq/herald/internal/unnest"
 )
 
 // drain runs fan-out transactions until one finds the outbox empty.
@@ -30,17 +31,17 @@ func (d *Dispatcher) drain(ctx context.Context) (claimed int) {
 	return claimed
 }
 
-// fanOutLimit bounds one fan-out transaction when a backlog is waiting: it
-// claims BatchSize messages at a time until it has claimed this many
-// messages or created this many deliveries, or the outbox is empty. The
-// first attempts to an endpoint go in jobs of up to delivery.MaxBatch of
-// that transaction's deliveries, and a job costs River the same whatever
-// its size, so a backlog spread over many endpoints needs transactions
-// this large for its jobs to fill up. In the burst benchmark (50
-// endpoints) one claim of 500 messages made jobs of 10 deliveries; see
+// FanOutLimit bounds one fan-out transaction when a backlog is waiting: it
+// claims Config.BatchSize messages at a time until it has claimed
+// FanOutLimit messages or created FanOutLimit deliveries, or the outbox is
+// empty. The first attempts to an endpoint go in jobs of up to
+// delivery.MaxBatch of that transaction's deliveries, and a job costs River
+// the same whatever its size, so a backlog spread over many endpoints needs
+// transactions this large for its jobs to fill up. In the burst benchmark
+// (50 endpoints) one claim of 500 messages made jobs of 10 deliveries; see
 // docs/benchmarks.md. Counting messages too bounds a backlog of messages
 // that no endpoint subscribes to, which create no deliveries.
-const fanOutLimit = 5000
+const FanOutLimit = 5000
 
 // fanOut claims undispatched messages and, in one transaction, creates
 // their deliveries and River jobs and marks them dispatched. It returns
@@ -56,14 +57,14 @@ func (d *Dispatcher) fanOut(ctx context.Context) (claimed int, more bool, err er
 		groups  jobGroups
 		created int
 	)
-	for claimed < fanOutLimit && created < fanOutLimit {
+	for claimed < FanOutLimit && created < FanOutLimit {
 		batch, err := claim(ctx, tx, d.batchSize)
 		if err != nil {
 			return 0, false, err
 		}
 		claimed += batch.messages
 		more = batch.messages == d.batchSize
-		if len(batch.messageIDs) > 0 {
+		if len(batch.deliveries) > 0 {
 			n, err := createDeliveries(ctx, tx, batch, &groups)
 			if err != nil {
 				return 0, false, err
@@ -91,7 +92,7 @@ func (d *Dispatcher) fanOut(ctx context.Context) (claimed int, more bool, err er
 // createDeliveries inserts batch's deliveries, adds the pending ones to
 // groups and returns how many it inserted.
 func createDeliveries(ctx context.Context, tx pgx.Tx, batch claimed, groups *jobGroups) (int, error) {
-	rows, err := tx.Query(ctx, insertDeliveries, batch.ids, batch.messageIDs, batch.endpointIDs, batch.tenantIDs, batch.statuses)
+	rows, err := tx.Query(ctx, insertDeliveries, unnest.Arrays(batch.deliveries, newDeliveryColumns...)...)
 	if err != nil {
 		return 0, fmt.Errorf("insert deliveries: %w", err)
 	}
@@ -157,17 +158,34 @@ func (g *jobGroups) jobs() []river.InsertManyParams {
 	}
 }
 
-// claimed is one fan-out batch: the number of messages claimed and the
-// deliveries to create for them, as columns.
+// claimed is one claim of messages: how many, and the deliveries to
+// create for them.
 type claimed struct {
-	messages    int
-	ids         []uuid.UUID
-	messageIDs  []uuid.UUID
-	endpointIDs []uuid.UUID
-	tenantIDs   []string
-	statuses    []string
+	messages   int
+	deliveries []newDelivery
 }
 
+// newDelivery is a delivery to create: a row of insertDeliveries.
+type newDelivery struct {
+	id         uuid.UUID
+	messageID  uuid.UUID
+	endpointID uuid.UUID
+	tenantID   string
+	status     deliverystatus.Status
+}
+
+// newDeliveryColumns are the columns of insertDeliveries, in its order.
+var newDeliveryColumns = []unnest.Column[newDelivery]{
+	unnest.Col(func(d newDelivery) uuid.UUID { return d.id }),
+	unnest.Col(func(d newDelivery) uuid.UUID { return d.messageID }),
+	unnest.Col(func(d newDelivery) uuid.UUID { return d.endpointID }),
+	unnest.Col(func(d newDelivery) string { return d.tenantID }),
+	unnest.Col(func(d newDelivery) string { return string(d.status) }),
+}
+
+// claim claims up to limit undispatched messages in tx and returns them
+// with a delivery to create for each of their subscribed endpoints: a
+// skipped one when the endpoint is disabled.
 func claim(ctx context.Context, tx pgx.Tx, limit int) (claimed, error) {
 	rows, err := tx.Query(ctx, claimMessages, limit)
 	if err != nil {
@@ -197,11 +215,7 @@ func claim(ctx context.Context, tx pgx.Tx, limit int) (claimed, error) {
 		if !enabled {
 			status = deliverystatus.Skipped
 		}
-		b.ids = append(b.ids, id)
-		b.messageIDs = append(b.messageIDs, messageID)
-		b.endpointIDs = append(b.endpointIDs, *endpointID)
-		b.tenantIDs = append(b.tenantIDs, tenantID)
-		b.statuses = append(b.statuses, string(status))
+		b.deliveries = append(b.deliveries, newDelivery{id: id, messageID: messageID, endpointID: *endpointID, tenantID: tenantID, status: status})
 		return nil
 	})
 	if err != nil {
