@@ -3,7 +3,6 @@ package deliverylog
 import (
 	"context"
 	"encoding/json"
-	"errors"
 	"fmt"
 	"time"
 
@@ -97,22 +96,11 @@ type AttemptDetail struct {
 // GetAttempt returns tenantID's attempt id, or an error wrapping
 // ErrNotFound.
 func GetAttempt(ctx context.Context, db DB, tenantID string, id uuid.UUID) (AttemptDetail, error) {
-	rows, err := db.Query(ctx, selectAttempt, tenantID, id)
-	if err != nil {
-		return AttemptDetail{}, fmt.Errorf("attempt %s: %w", id, err)
-	}
-	a, err := pgx.CollectExactlyOneRow(rows, func(row pgx.CollectableRow) (AttemptDetail, error) {
+	return one(ctx, db, "attempt", selectAttempt, tenantID, id, func(row pgx.CollectableRow) (AttemptDetail, error) {
 		var a AttemptDetail
 		err := row.Scan(append(a.fields(), &a.RequestHeaders, &a.ResponseExcerpt, &a.EndpointURL, &a.EventType)...)
 		return a, err
 	})
-	if errors.Is(err, pgx.ErrNoRows) {
-		return AttemptDetail{}, fmt.Errorf("attempt %s: %w", id, ErrNotFound)
-	}
-	if err != nil {
-		return AttemptDetail{}, fmt.Errorf("attempt %s: %w", id, err)
-	}
-	return a, nil
 }
 
 // listAttempts runs query, a list of the attempts of owner (a message or an

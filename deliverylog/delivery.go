@@ -2,7 +2,6 @@ package deliverylog
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"time"
 
@@ -89,18 +88,7 @@ func ListRecentDeliveries(ctx context.Context, db DB, tenantID string, endpointI
 // GetDelivery returns tenantID's delivery id, or an error wrapping
 // ErrNotFound.
 func GetDelivery(ctx context.Context, db DB, tenantID string, id uuid.UUID) (Delivery, error) {
-	rows, err := db.Query(ctx, selectDelivery, tenantID, id)
-	if err != nil {
-		return Delivery{}, fmt.Errorf("delivery %s: %w", id, err)
-	}
-	d, err := pgx.CollectExactlyOneRow(rows, scanDelivery)
-	if errors.Is(err, pgx.ErrNoRows) {
-		return Delivery{}, fmt.Errorf("delivery %s: %w", id, ErrNotFound)
-	}
-	if err != nil {
-		return Delivery{}, fmt.Errorf("delivery %s: %w", id, err)
-	}
-	return d, nil
+	return one(ctx, db, "delivery", selectDelivery, tenantID, id, scanDelivery)
 }
 
 func (d *Delivery) fields() []any {

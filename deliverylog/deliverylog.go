@@ -3,6 +3,7 @@ package deliverylog
 import (
 	"context"
 	"errors"
+	"fmt"
 	"time"
 
 	"github.com/google/uuid"
@@ -41,4 +42,23 @@ func after(req page.Request) (*time.Time, *uuid.UUID, error) {
 		return nil, nil, page.ErrInvalidCursor
 	}
 	return req.AfterTime(), &id, nil
+}
+
+// one reads the row of tenantID's what (a message, a delivery, an attempt)
+// id with query, whose parameters are the tenant and the id. No row is an
+// error wrapping ErrNotFound.
+func one[T any](ctx context.Context, db DB, what, query string, tenantID string, id uuid.UUID, scan pgx.RowToFunc[T]) (T, error) {
+	var zero T
+	rows, err := db.Query(ctx, query, tenantID, id)
+	if err != nil {
+		return zero, fmt.Errorf("%s %s: %w", what, id, err)
+	}
+	v, err := pgx.CollectExactlyOneRow(rows, scan)
+	if errors.Is(err, pgx.ErrNoRows) {
+		return zero, fmt.Errorf("%s %s: %w", what, id, ErrNotFound)
+	}
+	if err != nil {
+		return zero, fmt.Errorf("%s %s: %w", what, id, err)
+	}
+	return v, nil
 }

@@ -3,7 +3,6 @@ package deliverylog
 import (
 	"context"
 	"encoding/json"
-	"errors"
 	"fmt"
 	"time"
 
@@ -105,18 +104,7 @@ func ListMessageSummaries(ctx context.Context, db DB, tenantID string, f Message
 // GetMessage returns tenantID's message id, or an error wrapping
 // ErrNotFound.
 func GetMessage(ctx context.Context, db DB, tenantID string, id uuid.UUID) (Message, error) {
-	rows, err := db.Query(ctx, selectMessage, tenantID, id)
-	if err != nil {
-		return Message{}, fmt.Errorf("message %s: %w", id, err)
-	}
-	m, err := pgx.CollectExactlyOneRow(rows, scanMessage)
-	if errors.Is(err, pgx.ErrNoRows) {
-		return Message{}, fmt.Errorf("message %s: %w", id, ErrNotFound)
-	}
-	if err != nil {
-		return Message{}, fmt.Errorf("message %s: %w", id, err)
-	}
-	return m, nil
+	return one(ctx, db, "message", selectMessage, tenantID, id, scanMessage)
 }
 
 func (m MessageSummary) cursor() page.Cursor {
