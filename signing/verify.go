@@ -4,6 +4,7 @@ import (
 	"crypto/ed25519"
 	"crypto/hmac"
 	"fmt"
+	"math"
 	"net/http"
 	"strconv"
 	"strings"
@@ -69,7 +70,7 @@ func (v Verifier) VerifyValues(id, timestamp, signature string, body []byte) err
 	if err != nil {
 		return err
 	}
-	if err := v.checkTimestamp(time.Unix(unix, 0)); err != nil {
+	if err := v.checkTimestamp(unix); err != nil {
 		return err
 	}
 	return v.match(signedContent(id, unix, body), sigs)
@@ -123,7 +124,11 @@ func parseTimestamp(s string) (int64, error) {
 	return unix, nil
 }
 
-func (v Verifier) checkTimestamp(ts time.Time) error {
+// checkTimestamp compares unix seconds with the clock. It never turns unix
+// into a time.Time first: time.Time counts seconds from the year 1, so
+// time.Unix wraps round for the last 62135596800 seconds below the int64
+// limit, and a maximal timestamp would read as a date in the distant past.
+func (v Verifier) checkTimestamp(unix int64) error {
 	tolerance := v.Tolerance
 	if tolerance <= 0 {
 		tolerance = DefaultTolerance
@@ -133,15 +138,58 @@ func (v Verifier) checkTimestamp(ts time.Time) error {
 		now = v.Now
 	}
 	current := now()
+	ahead := offset(unix, current)
 	switch {
-	case current.Sub(ts) > tolerance:
+	case -ahead > tolerance:
 		return fmt.Errorf("%w: %s is %s before now (%s), tolerance is %s",
-			ErrTimestampTooOld, ts.UTC().Format(time.RFC3339), current.Sub(ts).Truncate(time.Second), current.UTC().Format(time.RFC3339), tolerance)
-	case ts.Sub(current) > tolerance:
+			ErrTimestampTooOld, formatUnix(unix), describeOffset(-ahead), current.UTC().Format(time.RFC3339), tolerance)
+	case ahead > tolerance:
 		return fmt.Errorf("%w: %s is %s after now (%s), tolerance is %s; is the sender's clock right?",
-			ErrTimestampTooNew, ts.UTC().Format(time.RFC3339), ts.Sub(current).Truncate(time.Second), current.UTC().Format(time.RFC3339), tolerance)
+			ErrTimestampTooNew, formatUnix(unix), describeOffset(ahead), current.UTC().Format(time.RFC3339), tolerance)
 	}
 	return nil
+}
+
+// maxOffset is the farthest apart checkTimestamp tells a timestamp and the
+// clock: the largest time.Duration, about 292 years.
+const maxOffset = time.Duration(math.MaxInt64)
+
+// offset returns how far unix seconds (never negative, see parseTimestamp)
+// lie after now, or before it when negative, saturated to ±maxOffset.
+func offset(unix int64, now time.Time) time.Duration {
+	// Whole seconds that fit in a Duration with room for now's fraction.
+	const limit = int64(maxOffset/time.Second) - 1
+	secs := now.Unix()
+	if secs < 0 && unix > math.MaxInt64+secs {
+		return maxOffset // unix-secs would overflow
+	}
+	switch diff := unix - secs; {
+	case diff > limit:
+		return maxOffset
+	case diff < -limit:
+		return -maxOffset
+	default:
+		return time.Duration(diff)*time.Second - time.Duration(now.Nanosecond())
+	}
+}
+
+// lastRFC3339 is 9999-12-31T23:59:59Z, the last second RFC 3339 can write.
+const lastRFC3339 = 253402300799
+
+// formatUnix writes unix seconds as an RFC 3339 date where one exists, and
+// as the number otherwise.
+func formatUnix(unix int64) string {
+	if unix > lastRFC3339 {
+		return strconv.FormatInt(unix, 10)
+	}
+	return time.Unix(unix, 0).UTC().Format(time.RFC3339)
+}
+
+func describeOffset(d time.Duration) string {
+	if d == maxOffset {
+		return "more than 292 years"
+	}
+	return d.Truncate(time.Second).String()
 }
 
 // match reports whether any signature verifies under any secret. HMAC

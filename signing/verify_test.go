@@ -2,7 +2,9 @@ package signing
 
 import (
 	"bytes"
+	"errors"
 	"io"
+	"math/big"
 	"net/http"
 	"net/http/httptest"
 	"strconv"
@@ -178,6 +180,8 @@ func TestVerifyRejects(t *testing.T) {
 		{"timestamp with leading zero", "msg_1", "0" + ts, good, b.body, nil, ErrInvalidTimestamp, "leading zeros"},
 		{"timestamp overflows", "msg_1", "99999999999999999999", good, b.body, nil, ErrInvalidTimestamp, "out of range"},
 		{"timestamp zero is too old", "msg_1", "0", good, b.body, nil, ErrTimestampTooOld, "1970-01-01T00:00:00Z"},
+		{"maximal timestamp is too new", "msg_1", "9223372036854775807", good, b.body, nil, ErrTimestampTooNew, "9223372036854775807 is more than 292 years after now"},
+		{"timestamp where time.Unix wraps is too new", "msg_1", "9223372036854775000", good, b.body, nil, ErrTimestampTooNew, "after now"},
 		{"malformed signature header", "msg_1", ts, "v1;abc", b.body, nil, ErrInvalidSignatureHeader, "entry 1 is not of the form version,base64"},
 		{"truncated signature", "msg_1", ts, good[:20], b.body, nil, ErrInvalidSignatureHeader, "not standard padded base64"},
 		{"tampered body", "msg_1", ts, good, append([]byte(" "), b.body...), nil, ErrNoMatchingSignature, "2 secrets"},
@@ -286,4 +290,65 @@ func TestVerifyConcurrentUse(t *testing.T) {
 	for range 8 {
 		require.NoError(t, <-done)
 	}
+}
+
+// FuzzVerifyTimestamp checks the tolerance decision against exact integer
+// arithmetic, for any webhook-timestamp value and any clock between 1970
+// and 2106: a timestamp is too old, too new or accepted exactly as its
+// distance from the clock says, up to the largest int64, where time.Unix
+// wraps round.
+func FuzzVerifyTimestamp(f *testing.F) {
+	for _, seed := range []struct {
+		timestamp string
+		now, nsec uint32
+	}{
+		{"1796212800", 1796212800, 0},
+		{"1796213100", 1796212800, 0},
+		{"1796213101", 1796212800, 0},
+		{"1796212500", 1796212800, 999_999_999},
+		{"0", 1796212800, 0},
+		{"0", 0, 0},
+		{"1796212800000", 1796212800, 0},
+		{"9223372036854775000", 1796212800, 0},
+		{"9223372036854775807", 1796212800, 0},
+		{"9223372036854775807", 4294967295, 999_999_999},
+	} {
+		f.Add(seed.timestamp, seed.now, seed.nsec)
+	}
+	secret, err := ParseSecret(specSecret)
+	if err != nil {
+		f.Fatal(err)
+	}
+	body := []byte(`{"type":"invoice.paid"}`)
+	f.Fuzz(func(t *testing.T, timestamp string, now, nsec uint32) {
+		clock := time.Unix(int64(now), int64(nsec%1_000_000_000))
+		unix, err := parseTimestamp(timestamp)
+		if err != nil {
+			return // TestVerifyRejects covers malformed values
+		}
+		sig, err := Sign("msg_1", time.Unix(unix, 0), body, secret)
+		if err != nil {
+			t.Fatalf("Sign at %d: %v", unix, err)
+		}
+		err = Verifier{Secrets: []Secret{secret}, Now: func() time.Time { return clock }}.
+			VerifyValues("msg_1", timestamp, sig, body)
+
+		// ahead is the timestamp minus the clock, in nanoseconds, exactly.
+		ahead := new(big.Int).Mul(big.NewInt(unix), big.NewInt(int64(time.Second)))
+		ahead.Sub(ahead, big.NewInt(clock.UnixNano()))
+		tolerance := big.NewInt(int64(DefaultTolerance))
+		var want error
+		switch {
+		case ahead.Cmp(tolerance) > 0:
+			want = ErrTimestampTooNew
+		case ahead.Cmp(new(big.Int).Neg(tolerance)) < 0:
+			want = ErrTimestampTooOld
+		}
+		if want == nil && err != nil {
+			t.Fatalf("timestamp %s at clock %s (%sns ahead): %v, want it accepted", timestamp, clock.UTC().Format(time.RFC3339Nano), ahead, err)
+		}
+		if want != nil && !errors.Is(err, want) {
+			t.Fatalf("timestamp %s at clock %s (%sns ahead): %v, want %v", timestamp, clock.UTC().Format(time.RFC3339Nano), ahead, err, want)
+		}
+	})
 }
