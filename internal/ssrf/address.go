@@ -42,6 +42,11 @@ var blockedRanges = mustRanges([]struct{ cidr, class string }{
 	{"100::/64", "reserved for discard"},
 	{"2001::/32", "Teredo tunnelling"},
 	{"2001:db8::/32", "reserved for documentation"},
+	// Assigned after the list above was first written; none is routed on
+	// the public internet, so a connection there reaches something local.
+	{"2001:20::/28", "ORCHIDv2 overlay identifiers (RFC 7343)"},
+	{"3fff::/20", "reserved for documentation (RFC 9637)"},
+	{"5f00::/16", "reserved for segment routing (SRv6) SIDs (RFC 9602)"},
 	{"fc00::/7", "private (unique local, fc00::/7)"},
 	{"fe80::/10", "link-local"},
 	{"fec0::/10", "site-local (deprecated)"},

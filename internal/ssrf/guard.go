@@ -14,11 +14,12 @@
 // Refused: loopback, private (RFC 1918, unique local fc00::/7), link-local
 // (169.254.0.0/16 with the metadata service, fe80::/10), carrier-grade NAT
 // (100.64.0.0/10), multicast, unspecified, broadcast, reserved and
-// documentation ranges, and the IPv6 forms that carry one of those IPv4
-// addresses (::ffff:127.0.0.1, 64:ff9b::a00:1, 2002:7f00:1::). An operator
-// allow-list of CIDRs ([Config], flag --allow-cidrs, env HERALD_ALLOW_CIDRS)
-// lifts the guard for chosen ranges, for example 127.0.0.0/8 for local
-// development and tests.
+// documentation ranges (2001:db8::/32 and 3fff::/20 among them), the IPv6
+// segment routing (5f00::/16) and ORCHIDv2 (2001:20::/28) blocks, and the
+// IPv6 forms that carry one of those IPv4 addresses (::ffff:127.0.0.1,
+// 64:ff9b::a00:1, 2002:7f00:1::). An operator allow-list of CIDRs
+// ([Config], flag --allow-cidrs, env HERALD_ALLOW_CIDRS) lifts the guard for
+// chosen ranges, for example 127.0.0.0/8 for local development and tests.
 package ssrf
 
 import (

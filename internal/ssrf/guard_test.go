@@ -38,6 +38,12 @@ func TestCheckRefusesEveryBlockedClass(t *testing.T) {
 		{"240.0.0.1", "reserved"},
 		{"192.0.2.1", "documentation"},
 		{"2001:db8::1", "documentation"},
+		{"3fff::1", "documentation"},
+		{"3fff:fff:ffff::1", "documentation"},
+		{"5f00::1", "segment routing"},
+		{"5f00:ffff::1", "segment routing"},
+		{"2001:20::1", "ORCHIDv2"},
+		{"2001:2f:ffff::1", "ORCHIDv2"},
 		{"::ffff:127.0.0.1", "IPv4-mapped form of 127.0.0.1, which is loopback"},
 		{"::ffff:10.0.0.1", "IPv4-mapped form of 10.0.0.1, which is private"},
 		{"::ffff:169.254.169.254", "IPv4-mapped form of 169.254.169.254, which is link-local"},
@@ -64,6 +70,7 @@ func TestCheckLetsPublicAddressesThrough(t *testing.T) {
 	for _, addr := range []string{
 		"8.8.8.8", "1.1.1.1", "93.184.216.34", "172.32.0.1", "100.128.0.1",
 		"2606:4700:4700::1111", "::ffff:8.8.8.8", "64:ff9b::8.8.8.8", "2002:808:808::",
+		"3fff:1000::1", "5f01::1", "2001:30::1",
 	} {
 		require.NoError(t, guard.Check(netip.MustParseAddr(addr)), "%s is public", addr)
 	}
