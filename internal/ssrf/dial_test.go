@@ -72,6 +72,23 @@ func TestTransportConnectsWhenAllowed(t *testing.T) {
 	require.Equal(t, int64(2), bundle.requests.Load())
 }
 
+// net/http reads a non-ASCII host through IDNA before it connects: the
+// circled digits reach the receiver on 127.0.0.1 when loopback is allowed,
+// and are refused as loopback otherwise. CheckURL reads them the same way.
+func TestTransportReadsInternationalisedHostsAsCheckURLDoes(t *testing.T) {
+	t.Parallel()
+	bundle := setupDial(t)
+	target := "http://①②⑦.⓪.⓪.①:" + bundle.port + "/"
+
+	err := post(t, ssrf.New().Transport(), target)
+	require.ErrorIs(t, err, ssrf.ErrBlocked)
+	require.ErrorContains(t, err, "127.0.0.1 is loopback")
+	require.ErrorIs(t, ssrf.New().CheckURL(target), ssrf.ErrBlocked)
+
+	require.NoError(t, post(t, ssrf.New(netip.MustParsePrefix("127.0.0.0/8")).Transport(), target))
+	require.Equal(t, int64(1), bundle.requests.Load())
+}
+
 func TestTransportIgnoresProxyEnvironment(t *testing.T) {
 	t.Parallel()
 	require.Nil(t, ssrf.New().Transport().Proxy, "a proxy would hide the real destination from the guard")

@@ -5,6 +5,9 @@ import (
 	"net/netip"
 	"net/url"
 	"strings"
+	"unicode/utf8"
+
+	"golang.org/x/net/idna"
 )
 
 // URLError explains why an endpoint URL cannot be used. It wraps a
@@ -27,7 +30,10 @@ func (e *URLError) Unwrap() error { return e.Err }
 
 // CheckURL says whether raw can be an endpoint URL: it must be an absolute
 // http or https URL with a host, and a host written as an IP address (or
-// "localhost") must not be a blocked address. Host names are not resolved
+// "localhost") must not be a blocked address. A host with non-ASCII
+// characters is judged as net/http reads it when it connects, after IDNA
+// mapping (UTS #46, [idna.Lookup]): "①②⑦.⓪.⓪.①" is 127.0.0.1 and a
+// full-width "ｌｏｃａｌｈｏｓｔ" is localhost. Host names are not resolved
 // here; their addresses are checked every time Herald connects (see
 // [Guard.Control]). The error is a *URLError whose message says what to change.
 func (g *Guard) CheckURL(raw string) error {
@@ -55,7 +61,16 @@ func (g *Guard) CheckURL(raw string) error {
 	if port := u.Port(); port != "" && !validPort(port) {
 		return fail("port %q is not a number between 1 and 65535", port)
 	}
-	if addrs := literalAddrs(host); addrs != nil {
+	name, err := lookupName(host)
+	if err != nil {
+		return fail("host %q is not a valid internationalised domain name (%v); write the host in ASCII, or in its xn-- (punycode) form", host, err)
+	}
+	shown, quoted := host, fmt.Sprintf("%q", host)
+	if name != host {
+		shown += " (read as " + name + ")"
+		quoted += fmt.Sprintf(" (read as %q)", name)
+	}
+	if addrs := literalAddrs(name); addrs != nil {
 		// localhost stands for two addresses; the dialer tries both, so
 		// one allowed address makes the URL usable.
 		var first error
@@ -68,12 +83,25 @@ func (g *Guard) CheckURL(raw string) error {
 				first = err
 			}
 		}
-		return &URLError{URL: raw, Reason: fmt.Sprintf("host %s: %v", host, first), Err: first}
+		return &URLError{URL: raw, Reason: fmt.Sprintf("host %s: %v", shown, first), Err: first}
 	}
-	if looksLikeShorthandIPv4(host) {
-		return fail("host %q looks like an IPv4 address in a shortened, octal or hexadecimal form; write it as four decimal numbers (a.b.c.d)", host)
+	if looksLikeShorthandIPv4(name) {
+		return fail("host %s looks like an IPv4 address in a shortened, octal or hexadecimal form; write it as four decimal numbers (a.b.c.d)", quoted)
 	}
 	return nil
+}
+
+// lookupName returns host as net/http connects to it: an ASCII host as it
+// is, any other through IDNA's lookup mapping, which turns full-width
+// letters, circled digits and ideographic full stops into their ASCII
+// forms (and so can turn a host into an IP address or localhost).
+func lookupName(host string) (string, error) {
+	for i := 0; i < len(host); i++ {
+		if host[i] >= utf8.RuneSelf {
+			return idna.Lookup.ToASCII(host)
+		}
+	}
+	return host, nil
 }
 
 // literalAddrs returns the addresses a host stands for without DNS: an IP
