@@ -17,6 +17,7 @@ import (
 	"github.com/heraldhq/herald/delivery"
 	"github.com/heraldhq/herald/dispatcher"
 	"github.com/heraldhq/herald/internal/secretbox"
+	"github.com/heraldhq/herald/internal/webhooktest"
 	"github.com/heraldhq/herald/schedule"
 	"github.com/heraldhq/herald/signing"
 	"github.com/heraldhq/herald/store"
@@ -89,9 +90,10 @@ func (b *testBundle) startDispatcher(t *testing.T) {
 
 func deliveryConfig(st *store.Store) delivery.Config {
 	return delivery.Config{
-		Secrets: st,
-		Policy:  schedule.Policy{Base: 10 * time.Millisecond, Cap: 20 * time.Millisecond, Window: 100 * time.Millisecond},
-		Timeout: 5 * time.Second,
+		Secrets:   st,
+		Transport: webhooktest.Transport(),
+		Policy:    schedule.Policy{Base: 10 * time.Millisecond, Cap: 20 * time.Millisecond, Window: 100 * time.Millisecond},
+		Timeout:   5 * time.Second,
 	}
 }
 

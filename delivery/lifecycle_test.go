@@ -46,6 +46,9 @@ func setupStepped(t *testing.T, cfg delivery.Config) (*steppedBundle, context.Co
 	limiter := ratelimit.NewLimiter(nil)
 	limiter.Now = clock.Now
 	cfg.DB, cfg.Secrets, cfg.Now, cfg.RateLimiter = b.pool, b.store, clock.Now, limiter
+	if cfg.Transport == nil {
+		cfg.Transport = webhooktest.Transport()
+	}
 	cfg.Logger = slog.New(slog.DiscardHandler)
 	w, err := delivery.NewWorker(cfg)
 	require.NoError(t, err)

@@ -17,6 +17,7 @@ import (
 	"github.com/heraldhq/herald/delivery"
 	"github.com/heraldhq/herald/internal/pgtest"
 	"github.com/heraldhq/herald/internal/secretbox"
+	"github.com/heraldhq/herald/internal/webhooktest"
 	"github.com/heraldhq/herald/migrations"
 	"github.com/heraldhq/herald/outbox"
 	"github.com/heraldhq/herald/schedule"
@@ -53,13 +54,17 @@ func newBundle(t *testing.T) (*testBundle, context.Context) {
 }
 
 // setup starts a River client working deliveries with a worker configured
-// by cfg (DB is filled in, and Secrets when nil).
+// by cfg (DB is filled in, Secrets when nil, and Transport when nil with
+// one that reaches receivers on loopback).
 func setup(t *testing.T, cfg delivery.Config) (*testBundle, context.Context) {
 	t.Helper()
 	b, ctx := newBundle(t)
 	cfg.DB = b.pool
 	if cfg.Secrets == nil {
 		cfg.Secrets = b.store
+	}
+	if cfg.Transport == nil {
+		cfg.Transport = webhooktest.Transport()
 	}
 	cfg.Logger = slog.New(slog.DiscardHandler)
 	worker, err := delivery.NewWorker(cfg)

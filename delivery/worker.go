@@ -19,6 +19,7 @@ import (
 	"github.com/heraldhq/herald/internal/batcher"
 	"github.com/heraldhq/herald/internal/deliverystatus"
 	"github.com/heraldhq/herald/internal/ratelimit"
+	"github.com/heraldhq/herald/internal/ssrf"
 	"github.com/heraldhq/herald/internal/version"
 	"github.com/heraldhq/herald/schedule"
 	"github.com/heraldhq/herald/signing"
@@ -104,10 +105,12 @@ type Config struct {
 	// twice that each time in a row, at most MaxBusySnooze (see
 	// FirstBusySnooze). Defaults to 5 s. Zero means the default.
 	MaxBusySnooze time.Duration
-	// Transport sends the requests. Defaults to a clone of
-	// http.DefaultTransport keeping up to MaxInflightPerEndpoint idle
-	// connections per host. Redirects are never followed, whatever the
-	// transport.
+	// Transport sends the requests. Defaults to the SSRF guard's transport
+	// with nothing allowed beyond public addresses (ssrf.New().Transport():
+	// blocked ranges refused at dial time, HTTP_PROXY ignored), keeping up
+	// to MaxInflightPerEndpoint idle connections per host; pass a guard's
+	// transport with an allow-list to reach, say, receivers on loopback.
+	// Redirects are never followed, whatever the transport.
 	Transport http.RoundTripper
 	// UserAgent is sent on every request. Defaults to "Herald/<version>".
 	UserAgent string
@@ -185,7 +188,7 @@ func NewWorker(cfg Config) (*Worker, error) {
 	maxInflight := cmp.Or(cfg.MaxInflightPerEndpoint, DefaultMaxInflightPerEndpoint)
 	transport := cfg.Transport
 	if transport == nil {
-		t := http.DefaultTransport.(*http.Transport).Clone()
+		t := ssrf.New().Transport()
 		t.MaxIdleConnsPerHost = maxInflight
 		transport = t
 	}

@@ -82,10 +82,11 @@ type Config struct {
 	Pool *pgxpool.Pool
 	// Delivery configures the worker that sends each attempt: signing
 	// secrets (required), retry policy, HTTP timeout, per-endpoint
-	// in-flight cap, endpoint health. Its DB and Logger default to Pool and
-	// Logger, and its RateLimiter to one that divides each endpoint's rate
-	// limit between the live dispatchers, counted through a heartbeat row
-	// each of them keeps in herald.dispatchers.
+	// in-flight cap, endpoint health, the transport (by default the SSRF
+	// guard's, allowing no blocked range). Its DB and Logger default to
+	// Pool and Logger, and its RateLimiter to one that divides each
+	// endpoint's rate limit between the live dispatchers, counted through a
+	// heartbeat row each of them keeps in herald.dispatchers.
 	Delivery delivery.Config
 	// Workers is how many attempts this process runs at once. Defaults to
 	// 500. Zero means the default.

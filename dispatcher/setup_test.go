@@ -60,9 +60,10 @@ func (b *testBundle) openPool(t *testing.T, maxConns int32) *pgxpool.Pool {
 	return pool
 }
 
-// start runs a dispatcher with cfg (Pool, Secrets and Logger filled in when
-// unset, the fast policy by default) until the test ends, and checks that
-// it stops cleanly. The returned function stops it early.
+// start runs a dispatcher with cfg (Pool, Secrets, a Transport that reaches
+// receivers on loopback and Logger filled in when unset, the fast policy by
+// default) until the test ends, and checks that it stops cleanly. The
+// returned function stops it early.
 func (b *testBundle) start(t *testing.T, cfg dispatcher.Config) (stop func()) {
 	t.Helper()
 	if cfg.Pool == nil {
@@ -70,6 +71,9 @@ func (b *testBundle) start(t *testing.T, cfg dispatcher.Config) (stop func()) {
 	}
 	if cfg.Delivery.Secrets == nil {
 		cfg.Delivery.Secrets = b.store
+	}
+	if cfg.Delivery.Transport == nil {
+		cfg.Delivery.Transport = webhooktest.Transport()
 	}
 	if cfg.Delivery.Policy == (schedule.Policy{}) {
 		cfg.Delivery.Policy = fast
