@@ -2,8 +2,10 @@ package delivery_test
 
 import (
 	"context"
+	"fmt"
 	"log/slog"
 	"net/http"
+	"strings"
 	"testing"
 	"time"
 
@@ -66,4 +68,28 @@ func TestDefaultTransportIgnoresHTTPProxy(t *testing.T) {
 	require.Equal(t, "failed", d.Status)
 	require.NotNil(t, d.LastError)
 	require.Contains(t, *d.LastError, "198.51.100.7 is reserved for documentation")
+}
+
+// An endpoint answering with 9 MiB of headers (under Go's default limit of
+// 10 MiB) gets a failed attempt that says why, instead of 9 MiB of memory
+// for every worker it holds.
+func TestHugeResponseHeadersFailTheAttempt(t *testing.T) {
+	t.Parallel()
+	b, ctx := setup(t, delivery.Config{Policy: once})
+	r := webhooktest.NewReceiver(t, func(_ int, w http.ResponseWriter, _ *http.Request) {
+		value := strings.Repeat("x", 1<<20)
+		for i := range 9 {
+			w.Header().Set(fmt.Sprintf("X-Huge-%d", i), value)
+		}
+		w.WriteHeader(http.StatusOK)
+	})
+
+	id := b.enqueue(t, ctx, b.message(t, ctx), b.endpoint(t, ctx, r.URL))
+	d := b.waitStatus(t, ctx, id, "failed")
+	require.Equal(t, 1, r.Count())
+	require.Contains(t, *d.LastError, "server response headers exceeded 65536 bytes")
+	attempts := b.attempts(t, ctx, id)
+	require.Len(t, attempts, 1)
+	require.Nil(t, attempts[0].StatusCode, "no response was read")
+	require.Equal(t, *d.LastError, *attempts[0].Error)
 }

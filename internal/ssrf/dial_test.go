@@ -4,11 +4,13 @@ import (
 	"context"
 	"encoding/binary"
 	"errors"
+	"fmt"
 	"net"
 	"net/http"
 	"net/http/httptest"
 	"net/netip"
 	"net/url"
+	"strings"
 	"sync/atomic"
 	"testing"
 
@@ -87,6 +89,58 @@ func TestTransportReadsInternationalisedHostsAsCheckURLDoes(t *testing.T) {
 
 	require.NoError(t, post(t, ssrf.New(netip.MustParsePrefix("127.0.0.0/8")).Transport(), target))
 	require.Equal(t, int64(1), bundle.requests.Load())
+}
+
+// hugeHeaders answers every request with nine 1 MiB headers: under Go's
+// default limit of 10 MiB, so without a limit of its own a client holds
+// all of them in memory.
+func hugeHeaders(w http.ResponseWriter, _ *http.Request) {
+	value := strings.Repeat("x", 1<<20)
+	for i := range 9 {
+		w.Header().Set(fmt.Sprintf("X-Huge-%d", i), value)
+	}
+	w.WriteHeader(http.StatusOK)
+}
+
+func TestTransportLimitsResponseHeaders(t *testing.T) {
+	t.Parallel()
+	loopback := ssrf.New(netip.MustParsePrefix("127.0.0.0/8"))
+	require.EqualValues(t, 64<<10, ssrf.MaxResponseHeaderBytes)
+	require.EqualValues(t, ssrf.MaxResponseHeaderBytes, loopback.Transport().MaxResponseHeaderBytes)
+
+	t.Run("HTTP/1.1", func(t *testing.T) {
+		t.Parallel()
+		server := httptest.NewServer(http.HandlerFunc(hugeHeaders))
+		t.Cleanup(server.Close)
+		err := post(t, loopback.Transport(), server.URL)
+		require.ErrorContains(t, err, "server response headers exceeded 65536 bytes")
+	})
+
+	t.Run("HTTP/2", func(t *testing.T) {
+		t.Parallel()
+		server := httptest.NewUnstartedServer(http.HandlerFunc(hugeHeaders))
+		server.EnableHTTP2 = true
+		server.StartTLS()
+		t.Cleanup(server.Close)
+		transport := loopback.Transport()
+		transport.TLSClientConfig = server.Client().Transport.(*http.Transport).TLSClientConfig.Clone()
+		client := &http.Client{Transport: transport}
+		resp, err := client.Post(server.URL, "application/json", nil)
+		if err == nil {
+			resp.Body.Close()
+			require.Equal(t, "HTTP/2.0", resp.Proto, "the test must speak HTTP/2")
+		}
+		require.Error(t, err, "an HTTP/2 response with 9 MiB of headers must fail")
+	})
+
+	t.Run("headers under the limit", func(t *testing.T) {
+		t.Parallel()
+		server := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) {
+			w.Header().Set("X-Large", strings.Repeat("x", 60<<10))
+		}))
+		t.Cleanup(server.Close)
+		require.NoError(t, post(t, loopback.Transport(), server.URL))
+	})
 }
 
 func TestTransportIgnoresProxyEnvironment(t *testing.T) {

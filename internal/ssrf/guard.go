@@ -124,6 +124,15 @@ const (
 	DefaultDialTimeout = 10 * time.Second
 	// DefaultTLSHandshakeTimeout bounds the TLS handshake.
 	DefaultTLSHandshakeTimeout = 10 * time.Second
+	// MaxResponseHeaderBytes bounds the status line and headers of one
+	// response: 64 KiB, far more than any receiver needs to say "200 OK".
+	// Go's default, 10 MiB, let an endpoint answering with huge headers
+	// hold that much memory for every worker it kept busy. An endpoint
+	// answering with more gets a failed attempt: "server response headers
+	// exceeded 65536 bytes" over HTTP/1.1; over HTTP/2, where the limit is
+	// the header list size Herald advertises, the connection fails with a
+	// COMPRESSION_ERROR or PROTOCOL_ERROR.
+	MaxResponseHeaderBytes = 64 << 10
 )
 
 // Dialer returns a dialer that refuses blocked addresses at connect time,
@@ -140,18 +149,20 @@ func (g *Guard) Dialer() *net.Dialer {
 // through [Guard.Dialer], so every connection (including each new one of a
 // keep-alive pool) is checked, and it ignores the HTTP_PROXY family of
 // environment variables: a proxy would make the dialled address the proxy's,
-// hiding the real destination from the guard. The caller sets the request
-// timeout on the http.Client and its redirect policy (Herald follows none).
+// hiding the real destination from the guard. Response headers are limited
+// to [MaxResponseHeaderBytes]. The caller sets the request timeout on the
+// http.Client and its redirect policy (Herald follows none).
 func (g *Guard) Transport() *http.Transport {
 	return &http.Transport{
-		Proxy:                 nil,
-		DialContext:           g.Dialer().DialContext,
-		ForceAttemptHTTP2:     true,
-		MaxIdleConns:          1000,
-		MaxIdleConnsPerHost:   16,
-		IdleConnTimeout:       90 * time.Second,
-		TLSHandshakeTimeout:   DefaultTLSHandshakeTimeout,
-		ExpectContinueTimeout: time.Second,
+		Proxy:                  nil,
+		DialContext:            g.Dialer().DialContext,
+		ForceAttemptHTTP2:      true,
+		MaxIdleConns:           1000,
+		MaxIdleConnsPerHost:    16,
+		IdleConnTimeout:        90 * time.Second,
+		TLSHandshakeTimeout:    DefaultTLSHandshakeTimeout,
+		ExpectContinueTimeout:  time.Second,
+		MaxResponseHeaderBytes: MaxResponseHeaderBytes,
 	}
 }
 
