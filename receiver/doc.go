@@ -22,6 +22,23 @@
 //     ([ApplyIfNewer]), and keep keys longer than the sender can resend
 //     ([Prune], 30 days by default).
 //
+// # Serving
+//
+// Serve the Handler with an http.Server that bounds every phase of a
+// request. http.ListenAndServe sets no timeout at all: a sender that
+// trickles its body would hold a connection, a goroutine and up to the
+// body limit in memory for as long as it likes.
+//
+//	server := &http.Server{
+//		Addr:              ":8080",
+//		Handler:           handler,
+//		ReadHeaderTimeout: 10 * time.Second,
+//		ReadTimeout:       30 * time.Second, // the body too; Herald gives up on an attempt after 15 s
+//		WriteTimeout:      30 * time.Second,
+//		IdleTimeout:       2 * time.Minute, // longer than Herald keeps an idle connection (90 s)
+//	}
+//	log.Fatal(server.ListenAndServe())
+//
 // # Tables
 //
 // [Migrate] creates the tables in the schema webhook_inbox of the

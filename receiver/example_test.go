@@ -7,6 +7,7 @@ import (
 	"log"
 	"net/http"
 	"os"
+	"time"
 
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgxpool"
@@ -33,8 +34,17 @@ func ExampleHandler() {
 	if err != nil {
 		log.Fatal(err)
 	}
-	http.Handle("POST /webhooks/herald", handler)
-	log.Fatal(http.ListenAndServe(":8080", nil))
+	mux := http.NewServeMux()
+	mux.Handle("POST /webhooks/herald", handler)
+	server := &http.Server{
+		Addr:              ":8080",
+		Handler:           mux,
+		ReadHeaderTimeout: 10 * time.Second, // every phase bounded, so a sender
+		ReadTimeout:       30 * time.Second, // trickling its request cannot hold
+		WriteTimeout:      30 * time.Second, // a connection open
+		IdleTimeout:       2 * time.Minute,
+	}
+	log.Fatal(server.ListenAndServe())
 }
 
 // A Worker applies each stored event in the transaction that marks it
@@ -106,7 +116,8 @@ func ExampleClaim() {
 		log.Fatal(err)
 	}
 	cfg := receiver.VerifyConfig{Secrets: []signing.Secret{secret}}
-	http.HandleFunc("POST /webhooks/acme", func(w http.ResponseWriter, r *http.Request) {
+	mux := http.NewServeMux()
+	mux.HandleFunc("POST /webhooks/acme", func(w http.ResponseWriter, r *http.Request) {
 		_, err := receiver.Verify(r, cfg)
 		switch {
 		case errors.Is(err, receiver.ErrBodyTooLarge):
@@ -130,5 +141,13 @@ func ExampleClaim() {
 		}
 		w.WriteHeader(http.StatusOK)
 	})
-	log.Fatal(http.ListenAndServe(":8080", nil))
+	server := &http.Server{
+		Addr:              ":8080",
+		Handler:           mux,
+		ReadHeaderTimeout: 10 * time.Second,
+		ReadTimeout:       30 * time.Second,
+		WriteTimeout:      30 * time.Second,
+		IdleTimeout:       2 * time.Minute,
+	}
+	log.Fatal(server.ListenAndServe())
 }

@@ -121,7 +121,17 @@ func run(ctx context.Context, args []string, output io.Writer) error {
 	if err != nil {
 		return err
 	}
-	server := &http.Server{Handler: routes, ReadHeaderTimeout: 10 * time.Second}
+	// Every phase of a request is bounded: without ReadTimeout a sender
+	// trickling its body would hold a connection and a goroutine as long
+	// as it likes. Herald gives up on an attempt after 15 s, and closes an
+	// idle connection after 90 s, before the server does.
+	server := &http.Server{
+		Handler:           routes,
+		ReadHeaderTimeout: 10 * time.Second,
+		ReadTimeout:       30 * time.Second,
+		WriteTimeout:      30 * time.Second,
+		IdleTimeout:       2 * time.Minute,
+	}
 	errc := make(chan error, 2)
 	go func() { errc <- worker.Run(ctx) }()
 	go func() { errc <- server.Serve(listener) }()
