@@ -67,8 +67,18 @@ type rotateSecretRequest struct {
 	GraceSeconds int64 `json:"grace_seconds"`
 }
 
+// secretResponse is what an endpoint's owner configures their receiver
+// with: the whsec_ secret, or for an ed25519 endpoint the whpk_ public key.
+// The whsk_ private key signs inside Herald and is never shown after the
+// endpoint is created, not even to an operator: whoever holds it could sign
+// webhooks in Herald's name. An owner who needs the private key elsewhere
+// generates it themselves and passes it when creating the endpoint.
 type secretResponse struct {
 	Secret string `json:"secret"`
+}
+
+func secretView(secret signing.Secret) secretResponse {
+	return secretResponse{Secret: secret.ReceiverKey().String()}
 }
 
 // defaultDisableReason is recorded when an owner disables an endpoint
@@ -210,7 +220,7 @@ func (s *Server) revealSecret(w http.ResponseWriter, r *http.Request) error {
 	if err != nil {
 		return err
 	}
-	return writeJSON(w, http.StatusOK, secretResponse{Secret: secret.String()})
+	return writeJSON(w, http.StatusOK, secretView(secret))
 }
 
 func (s *Server) rotateSecret(w http.ResponseWriter, r *http.Request) error {
@@ -230,5 +240,5 @@ func (s *Server) rotateSecret(w http.ResponseWriter, r *http.Request) error {
 	if err != nil {
 		return err
 	}
-	return writeJSON(w, http.StatusOK, secretResponse{Secret: secret.String()})
+	return writeJSON(w, http.StatusOK, secretView(secret))
 }

@@ -11,7 +11,6 @@ import (
 	"github.com/google/uuid"
 	"github.com/jackc/pgx/v5"
 
-	"github.com/heraldhq/herald/signing"
 	"github.com/heraldhq/herald/store"
 )
 
@@ -248,7 +247,7 @@ func (p *Portal) revealSecret(w http.ResponseWriter, r *http.Request, s *session
 	if err != nil {
 		return err
 	}
-	return p.showEndpoint(w, r, s, receiverSecret(secret), "")
+	return p.showEndpoint(w, r, s, secret.ReceiverKey().String(), "")
 }
 
 func (p *Portal) rotateSecret(w http.ResponseWriter, r *http.Request, s *session) error {
@@ -264,16 +263,5 @@ func (p *Portal) rotateSecret(w http.ResponseWriter, r *http.Request, s *session
 	if err != nil {
 		return err
 	}
-	return p.showEndpoint(w, r, s, receiverSecret(secret), flashes["rotated"])
-}
-
-// receiverSecret is what the endpoint's owner configures their receiver
-// with: the whsec_ secret itself, or for ed25519 the whpk_ public key.
-func receiverSecret(secret signing.Secret) string {
-	if secret.Algorithm() == signing.Ed25519 {
-		if public, err := secret.Public(); err == nil {
-			return public.String()
-		}
-	}
-	return secret.String()
+	return p.showEndpoint(w, r, s, secret.ReceiverKey().String(), flashes["rotated"])
 }

@@ -264,6 +264,17 @@ func (s Secret) Public() (Secret, error) {
 	}
 }
 
+// ReceiverKey returns the key to hand to the receivers of this secret's
+// signatures: the whsec_ secret itself (HMAC is symmetric), or the whpk_
+// public key of a whsk_ key, whose private half stays with the sender. A
+// whpk_ key returns itself; the zero Secret returns the zero Secret.
+func (s Secret) ReceiverKey() Secret {
+	if s.kind == kindEd25519Private {
+		return Secret{kind: kindEd25519Public, key: s.ed25519PublicKey()}
+	}
+	return s
+}
+
 // ed25519PublicKey returns the public half of an ed25519 key, private or
 // public; nil for other kinds.
 func (s Secret) ed25519PublicKey() ed25519.PublicKey {

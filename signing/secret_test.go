@@ -194,6 +194,15 @@ func TestSecretPublic(t *testing.T) {
 	require.ErrorIs(t, err, ErrInvalidSecret)
 }
 
+func TestSecretReceiverKey(t *testing.T) {
+	t.Parallel()
+
+	require.Equal(t, rfcPublicKey, mustParse(t, rfcPrivateKey).ReceiverKey().String(), "whsk_ gives its whpk_")
+	require.Equal(t, rfcPublicKey, mustParse(t, rfcPublicKey).ReceiverKey().String(), "whpk_ is its own")
+	require.Equal(t, specSecret, mustParse(t, specSecret).ReceiverKey().String(), "HMAC receivers need the secret")
+	require.Equal(t, Secret{}, Secret{}.ReceiverKey())
+}
+
 func TestZeroSecret(t *testing.T) {
 	t.Parallel()
 

@@ -85,7 +85,8 @@ func (s *Store) ActiveSecrets(ctx context.Context, endpointID uuid.UUID, now tim
 }
 
 // RevealSecret returns an endpoint's current secret (the newest one, which
-// has no expiry), for its owner to configure their receiver with.
+// has no expiry). It is signing material: what an owner configures their
+// receiver with is its ReceiverKey, which the API and the portal show.
 func (s *Store) RevealSecret(ctx context.Context, endpointID uuid.UUID) (signing.Secret, error) {
 	var sealed []byte
 	err := s.pool.QueryRow(ctx, selectCurrentSecret, endpointID).Scan(&sealed)
