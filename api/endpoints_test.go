@@ -55,7 +55,7 @@ func TestTenantRoutes(t *testing.T) {
 	require.Len(t, list.Data, 1, "a tenant key sees its own tenant only")
 	require.Equal(t, "acme", list.Data[0].ID)
 
-	got := b.do(t, b.acme, "PATCH", "/v1/tenants/acme", map[string]string{"name": "Acme Corp"}).JSON(t)
+	got := b.do(t, b.operator, "PATCH", "/v1/tenants/acme", map[string]string{"name": "Acme Corp"}).JSON(t)
 	require.Equal(t, "Acme Corp", got["name"])
 	require.Equal(t, "Acme Corp", b.do(t, b.acme, "GET", "/v1/tenants/acme", nil).JSON(t)["name"])
 	b.do(t, b.acme, "DELETE", "/v1/tenants/acme", nil).Problem(t, http.StatusForbidden)

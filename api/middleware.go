@@ -136,14 +136,26 @@ func principal(r *http.Request) auth.Principal {
 }
 
 // operatorOnly guards routes that act across tenants.
-func operatorOnly(next http.Handler) http.Handler {
-	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		if !principal(r).Operator() {
-			writeProblem(w, r, forbidden("this route acts across tenants and needs an operator API key; your key is scoped to one tenant"))
-			return
-		}
-		next.ServeHTTP(w, r)
-	})
+var operatorOnly = requireOperator("this route acts across tenants and needs an operator API key; your key is scoped to one tenant")
+
+// operatorManaged guards what operators set for a tenant and the tenant may
+// not change itself: its name is how people tell tenants apart in the
+// portal, so a tenant renamed after another could pass its portal links off
+// as the other's.
+var operatorManaged = requireOperator("only an operator API key may rename a tenant: people tell tenants apart by name in the portal, so the operator sets it; ask your operator to change it")
+
+// requireOperator returns a guard that refuses every caller but an operator
+// API key with a 403 saying detail.
+func requireOperator(detail string) func(http.Handler) http.Handler {
+	return func(next http.Handler) http.Handler {
+		return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+			if !principal(r).Operator() {
+				writeProblem(w, r, forbidden(detail))
+				return
+			}
+			next.ServeHTTP(w, r)
+		})
+	}
 }
 
 // apiKeyOnly guards the routes a portal session may not use: minting API

@@ -145,7 +145,7 @@ func (s *Server) routes(registry *prometheus.Registry, portal http.Handler) chi.
 		r.Route("/tenants/{tenantID}", func(r chi.Router) {
 			r.Use(s.tenantScope)
 			r.Get("/", s.h(s.getTenant))
-			r.Patch("/", s.h(s.updateTenant))
+			r.With(operatorManaged).Patch("/", s.h(s.updateTenant))
 			r.With(operatorOnly).Delete("/", s.h(s.deleteTenant))
 
 			r.With(apiKeyOnly).Get("/api-keys", s.h(s.listTenantKeys))

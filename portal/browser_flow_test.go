@@ -108,8 +108,12 @@ func TestBrowserFlowEndpointTestEventFailureResendReplay(t *testing.T) {
 	receiver := webhooktest.NewReceiver(t, health.respond)
 	tb := newTab(t, b.server.URL)
 
-	// Open the portal link: it lands on the (empty) endpoints page.
+	// Open the portal link: it names the tenant and, confirmed, lands on
+	// the (empty) endpoints page.
 	tb.open(b.link(t, "acme"))
+	require.Contains(t, tb.text("main"), "This link opens the webhooks of Acme (acme)")
+	require.NotContains(t, tb.text("main"), "signed in", "no session yet")
+	tb.clickAndLoad("confirm the sign-in", `form[action="/portal/login"] button`)
 	require.True(t, strings.HasSuffix(tb.location(), "/portal/endpoints"), tb.location())
 	require.Contains(t, tb.text("main"), "No endpoints yet")
 
@@ -211,9 +215,19 @@ func TestBrowserFlowEndpointTestEventFailureResendReplay(t *testing.T) {
 		saveReadmeScreenshot(t, tb)
 	}
 
+	// A link to another tenant, opened in this session, says whose session
+	// it would replace, and replaces nothing until confirmed.
+	globexLink := b.link(t, "globex")
+	tb.open(globexLink)
+	confirm := tb.text("main")
+	require.Contains(t, confirm, "This browser is signed in to Acme (acme)")
+	require.Contains(t, confirm, "This link opens the webhooks of Globex (globex)")
+	tb.open(strings.TrimPrefix(endpointPage, b.server.URL))
+	require.Equal(t, receiver.URL+"/webhooks", tb.text("h1"), "still signed in to acme")
+
 	// Another tenant's link never reaches these pages.
 	other := newTab(t, b.server.URL)
-	other.open(b.link(t, "globex"))
+	other.signIn(globexLink)
 	require.Contains(t, other.text("main"), "No endpoints yet")
 	for _, page := range []string{endpointPage, messagePage} {
 		other.open(strings.TrimPrefix(page, b.server.URL))

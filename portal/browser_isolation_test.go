@@ -14,7 +14,7 @@ func TestBrowserTenantBCannotReachTenantAsPages(t *testing.T) {
 	linkB := b.link(t, "tenant-b")
 
 	tb := newTab(t, b.server.URL)
-	tb.open(linkB)
+	tb.signIn(linkB)
 	require.Contains(t, tb.text("main"), "tenant-b.example.com")
 	require.NotContains(t, tb.text("main"), "tenant-a.example.com")
 

@@ -154,6 +154,14 @@ func (tb *tab) open(path string) {
 	tb.do("open "+path, chromedp.Navigate(tb.base+path), chromedp.WaitReady(chromedp.CSS("body")))
 }
 
+// signIn opens a portal link and confirms on the page it shows.
+func (tb *tab) signIn(link string) {
+	tb.t.Helper()
+	tb.open(link)
+	require.Equal(tb.t, "Open the webhook portal", tb.text("h1"), "a link first shows what it opens")
+	tb.clickAndLoad("confirm the sign-in", `form[action="/portal/login"] button`)
+}
+
 // text returns the visible text of the first element matching a CSS selector.
 func (tb *tab) text(selector string) string {
 	tb.t.Helper()

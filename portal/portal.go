@@ -6,9 +6,11 @@
 // The portal runs inside cmd/api, mounted at Path, and calls the same Go
 // packages the JSON API calls (store, replay, auth), so both behave alike.
 // A browser gets in with a portal link that the management API mints for one
-// tenant (auth.PortalLoginPath?token=…): the link works once, expires, and
-// opens a session held in an HttpOnly cookie. Every query a page makes is scoped to that
-// session's tenant; another tenant's objects are "not found".
+// tenant (auth.PortalLoginPath?token=…): opening it shows which tenant it
+// opens, and confirming there (a POST, see login.go) spends the link, which
+// works once and expires, and opens a session held in an HttpOnly cookie.
+// Every query a page makes is scoped to that session's tenant; another
+// tenant's objects are "not found".
 //
 // Pages are html/template files from package web with embedded static
 // assets; there is no JavaScript build step, and the one script only
@@ -112,7 +114,8 @@ func (p *Portal) routes() chi.Router {
 		p.renderError(w, r, nil, &pageError{status: http.StatusMethodNotAllowed, heading: "Not allowed", message: "This page cannot be used that way. Use the buttons and links on the portal's pages."})
 	})
 	r.Get("/static/{name}", p.assets.serve)
-	r.Get("/login", p.login)
+	r.Get("/login", p.confirmLogin)
+	r.Post("/login", p.login)
 
 	r.Group(func(r chi.Router) {
 		r.Use(p.requireSession)

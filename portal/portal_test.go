@@ -75,13 +75,22 @@ func (b *testBundle) browser(t *testing.T) *browser {
 	}}
 }
 
-// signIn mints a link for tenant and opens it.
+// signIn mints a link for tenant, opens it and confirms.
 func (b *testBundle) signIn(t *testing.T, tenant string) *browser {
 	t.Helper()
 	br := b.browser(t)
-	resp := br.get(b.link(t, tenant))
-	require.Equal(t, http.StatusSeeOther, resp.StatusCode)
+	br.open(b.link(t, tenant))
 	return br
+}
+
+// open opens a portal link and confirms on its page, as a person would.
+func (br *browser) open(link string) response {
+	br.t.Helper()
+	page := br.get(link)
+	require.Equal(br.t, http.StatusOK, page.StatusCode, page.body)
+	resp := br.post(auth.PortalLoginPath, loginForm(br.t, page))
+	require.Equal(br.t, http.StatusSeeOther, resp.StatusCode, resp.body)
+	return resp
 }
 
 func (b *testBundle) link(t *testing.T, tenant string) string {
@@ -177,12 +186,9 @@ func TestPortalLinkWorksOnceAndSetsASafeCookie(t *testing.T) {
 	link := b.link(t, "acme")
 
 	br := b.browser(t)
-	resp := br.get(link)
-	require.Equal(t, http.StatusSeeOther, resp.StatusCode)
+	resp := br.open(link)
 	require.Equal(t, "/portal/endpoints", resp.Header.Get("Location"))
-	cookies := resp.Cookies()
-	require.Len(t, cookies, 1)
-	c := cookies[0]
+	c := sessionCookie(t, resp)
 	require.True(t, c.HttpOnly, "session cookie must be HttpOnly")
 	require.Equal(t, http.SameSiteLaxMode, c.SameSite)
 	require.False(t, c.Secure, "plain HTTP without SecureCookies sets no Secure flag")
@@ -223,11 +229,23 @@ func TestSecureCookieOverTLS(t *testing.T) {
 
 	client := server.Client()
 	client.CheckRedirect = func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse }
-	resp, err := client.Get(server.URL + auth.PortalLoginPath + "?token=" + url.QueryEscape(l.Token))
+	client.Jar, err = cookiejar.New(nil)
 	require.NoError(t, err)
-	resp.Body.Close()
-	require.Equal(t, http.StatusSeeOther, resp.StatusCode)
-	require.True(t, resp.Cookies()[0].Secure, "cookie set over TLS must be Secure")
+	br := &browser{t: t, client: client, base: server.URL}
+	resp := br.open(auth.PortalLoginPath + "?token=" + url.QueryEscape(l.Token))
+	require.True(t, sessionCookie(t, resp).Secure, "cookie set over TLS must be Secure")
+}
+
+// sessionCookie is the portal session cookie a response sets.
+func sessionCookie(t *testing.T, resp response) *http.Cookie {
+	t.Helper()
+	for _, c := range resp.Cookies() {
+		if c.Name == "herald_portal" {
+			return c
+		}
+	}
+	require.Fail(t, "the response sets no session cookie")
+	return nil
 }
 
 func TestPagesRenderTheTenantsData(t *testing.T) {

@@ -9,7 +9,6 @@ import (
 	"fmt"
 	"net/http"
 	"net/url"
-	"time"
 	"unicode"
 	"unicode/utf8"
 
@@ -63,36 +62,6 @@ var (
 	errCSRF = &pageError{status: http.StatusForbidden, heading: "This form has expired",
 		message: "The form was not sent from this portal session (its security token is missing or out of date). Go back, reload the page and try again."}
 )
-
-// login redeems a portal link: the token works once and only before it
-// expires. On success the browser gets the session cookie and is sent to the
-// endpoints page, leaving the token out of its address bar and history.
-func (p *Portal) login(w http.ResponseWriter, r *http.Request) {
-	token := r.URL.Query().Get("token")
-	s, err := auth.RedeemPortalLink(r.Context(), p.pool, token, p.cfg.SessionTTL)
-	switch {
-	case errors.Is(err, auth.ErrLinkUnknown):
-		p.renderError(w, r, nil, &pageError{status: http.StatusNotFound, heading: "This link does not work", message: sentence(err.Error())})
-		return
-	case errors.Is(err, auth.ErrLinkUsed), errors.Is(err, auth.ErrLinkExpired):
-		p.renderError(w, r, nil, &pageError{status: http.StatusGone, heading: "This link does not work any more", message: sentence(err.Error())})
-		return
-	case err != nil:
-		p.fail(w, r, fmt.Errorf("redeem portal link: %w", err))
-		return
-	}
-	http.SetCookie(w, &http.Cookie{
-		Name:     cookieName,
-		Value:    s.Token,
-		Path:     Path,
-		Expires:  s.ExpiresAt,
-		MaxAge:   int(time.Until(s.ExpiresAt).Seconds()),
-		HttpOnly: true,
-		Secure:   p.secure(r),
-		SameSite: http.SameSiteLaxMode,
-	})
-	http.Redirect(w, r, Path+"/endpoints", http.StatusSeeOther)
-}
 
 // sentence turns an error message ("this portal link has expired; ask for a
 // new one") into a sentence for a page.

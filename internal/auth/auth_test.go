@@ -118,13 +118,23 @@ func TestPortalLinkWorksOnceAndOpensATenantSession(t *testing.T) {
 	require.NoError(t, err)
 	require.WithinDuration(t, time.Now().Add(auth.DefaultLinkTTL), link.ExpiresAt, time.Minute)
 
+	for range 2 {
+		looked, err := auth.LookUpPortalLink(b.ctx, b.pool, link.Token)
+		require.NoError(t, err, "looking does not spend the link")
+		require.Equal(t, "acme", looked.TenantID)
+		require.Empty(t, looked.Token)
+	}
 	s, err := auth.RedeemPortalLink(b.ctx, b.pool, link.Token, 0)
 	require.NoError(t, err)
 	require.Equal(t, "acme", s.TenantID)
 
 	_, err = auth.RedeemPortalLink(b.ctx, b.pool, link.Token, 0)
 	require.ErrorIs(t, err, auth.ErrLinkUsed)
+	_, err = auth.LookUpPortalLink(b.ctx, b.pool, link.Token)
+	require.ErrorIs(t, err, auth.ErrLinkUsed)
 	_, err = auth.RedeemPortalLink(b.ctx, b.pool, "hpl_unknown", 0)
+	require.ErrorIs(t, err, auth.ErrLinkUnknown)
+	_, err = auth.LookUpPortalLink(b.ctx, b.pool, "hpl_unknown")
 	require.ErrorIs(t, err, auth.ErrLinkUnknown)
 
 	p, err := auth.Authenticate(b.ctx, b.pool, s.Token)
@@ -144,6 +154,8 @@ func TestPortalLinkExpires(t *testing.T) {
 	_, err = b.pool.Exec(b.ctx, "UPDATE herald.portal_links SET expires_at = now() - interval '1 second'")
 	require.NoError(t, err)
 	_, err = auth.RedeemPortalLink(b.ctx, b.pool, link.Token, 0)
+	require.ErrorIs(t, err, auth.ErrLinkExpired)
+	_, err = auth.LookUpPortalLink(b.ctx, b.pool, link.Token)
 	require.ErrorIs(t, err, auth.ErrLinkExpired)
 
 	_, err = auth.MintPortalLink(b.ctx, b.pool, "nobody", 0)

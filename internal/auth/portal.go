@@ -11,9 +11,12 @@ import (
 	"github.com/jackc/pgx/v5/pgconn"
 )
 
-// PortalLoginPath is where a portal link points: the portal serves it,
-// redeems the token query parameter with RedeemPortalLink and sets the
-// session cookie. Links are built as <public URL>/portal/login?token=hpl_….
+// PortalLoginPath is where a portal link points. Links are built as
+// <public URL>/portal/login?token=hpl_…. A GET there only shows what the
+// link opens (LookUpPortalLink); the person confirms with a POST to the same
+// path, which redeems the token with RedeemPortalLink and sets the session
+// cookie, so link scanners that fetch the link neither use it up nor open a
+// session.
 const PortalLoginPath = "/portal/login"
 
 // DefaultLinkTTL is how long a portal link can be redeemed.
@@ -107,18 +110,35 @@ func RedeemPortalLink(ctx context.Context, db DB, linkToken string, ttl time.Dur
 }
 
 func whyLinkUnusable(ctx context.Context, db DB, linkToken string) error {
+	_, err := LookUpPortalLink(ctx, db, linkToken)
+	if err == nil {
+		// The spend found no usable row, so another redemption got there
+		// first: now() is fixed within the transaction, so it cannot
+		// have expired in between.
+		return ErrLinkUsed
+	}
+	return err
+}
+
+// LookUpPortalLink returns the tenant and expiry of a link that can still
+// be redeemed, without spending it; the returned PortalLink has no Token.
+// It returns ErrLinkUnknown, ErrLinkUsed or ErrLinkExpired, in that order
+// of precedence, when the link cannot be used.
+func LookUpPortalLink(ctx context.Context, db DB, linkToken string) (PortalLink, error) {
+	var link PortalLink
 	var used, expired bool
-	err := db.QueryRow(ctx, selectPortalLinkState, hash(linkToken)).Scan(&used, &expired)
+	err := db.QueryRow(ctx, selectPortalLink, hash(linkToken)).Scan(&link.TenantID, &link.ExpiresAt, &used, &expired)
 	switch {
 	case errors.Is(err, pgx.ErrNoRows):
-		return ErrLinkUnknown
+		return PortalLink{}, ErrLinkUnknown
 	case err != nil:
-		return fmt.Errorf("redeem portal link: %w", err)
+		return PortalLink{}, fmt.Errorf("look up portal link: %w", err)
 	case used:
-		return ErrLinkUsed
-	default:
-		return ErrLinkExpired
+		return PortalLink{}, ErrLinkUsed
+	case expired:
+		return PortalLink{}, ErrLinkExpired
 	}
+	return link, nil
 }
 
 // PortalSession resolves a session token to a principal scoped to the

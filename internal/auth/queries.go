@@ -35,8 +35,9 @@ UPDATE herald.portal_links SET used_at = now()
 WHERE token_hash = $1 AND used_at IS NULL AND expires_at > now()
 RETURNING tenant_id`
 
-	selectPortalLinkState = `
-SELECT used_at IS NOT NULL, expires_at <= now() FROM herald.portal_links WHERE token_hash = $1`
+	selectPortalLink = `
+SELECT tenant_id, expires_at, used_at IS NOT NULL, expires_at <= now()
+FROM herald.portal_links WHERE token_hash = $1`
 
 	insertPortalSession = `
 INSERT INTO herald.portal_sessions (token_hash, tenant_id, expires_at)
