@@ -3,10 +3,13 @@ package api
 import (
 	"context"
 	"errors"
+	"fmt"
 	"log/slog"
+	"math"
 	"net/http"
 	"regexp"
 	"runtime/debug"
+	"strconv"
 	"strings"
 	"time"
 
@@ -15,6 +18,7 @@ import (
 	"github.com/google/uuid"
 
 	"github.com/heraldhq/herald/internal/auth"
+	"github.com/heraldhq/herald/internal/clientaddr"
 )
 
 // RequestIDHeader carries a request's id in both directions: a client may
@@ -59,6 +63,7 @@ func (s *Server) logRequests(next http.Handler) http.Handler {
 			route := chi.RouteContext(r.Context()).RoutePattern()
 			attrs := []slog.Attr{
 				slog.String("request_id", requestIDFrom(r.Context())),
+				slog.String("client", clientaddr.String(clientaddr.From(r))),
 				slog.String("method", r.Method),
 				slog.String("path", r.URL.Path),
 				slog.String("route", route),
@@ -103,10 +108,22 @@ func (s *Server) recoverPanics(next http.Handler) http.Handler {
 }
 
 // authenticate requires a bearer token: an API key or a portal session.
+// Every 401 counts against the client's address in s.throttle, and an
+// address that has used up its failures gets 429 before its token, good or
+// bad, is looked at.
 func (s *Server) authenticate(next http.Handler) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		client := clientaddr.From(r)
+		if wait := s.throttle.Wait(client); wait > 0 {
+			seconds := int(math.Ceil(wait.Seconds()))
+			w.Header().Set("Retry-After", strconv.Itoa(seconds))
+			writeProblem(w, r, problem(http.StatusTooManyRequests, "too-many-failed-authentications", fmt.Sprintf(
+				"too many failed authentications came from your address; wait %d s (Retry-After) before the next request, and check the API key you send", seconds)))
+			return
+		}
 		scheme, token, _ := strings.Cut(r.Header.Get("Authorization"), " ")
 		if !strings.EqualFold(scheme, "Bearer") || strings.TrimSpace(token) == "" {
+			s.throttle.Fail(client)
 			w.Header().Set("WWW-Authenticate", `Bearer realm="herald"`)
 			writeProblem(w, r, problem(http.StatusUnauthorized, "unauthenticated",
 				"this route needs an API key; send it as the header Authorization: Bearer hk_…"))
@@ -114,6 +131,7 @@ func (s *Server) authenticate(next http.Handler) http.Handler {
 		}
 		p, err := auth.Authenticate(r.Context(), s.pool, strings.TrimSpace(token))
 		if errors.Is(err, auth.ErrUnauthenticated) {
+			s.throttle.Fail(client)
 			w.Header().Set("WWW-Authenticate", `Bearer realm="herald", error="invalid_token"`)
 			writeProblem(w, r, problem(http.StatusUnauthorized, "unauthenticated",
 				"the bearer token is unknown, revoked or expired; check the API key you send or ask an operator for a new one"))

@@ -24,6 +24,8 @@ import (
 	"github.com/riverqueue/river"
 	"github.com/riverqueue/river/riverdriver/riverpgxv5"
 
+	"github.com/heraldhq/herald/internal/auth"
+	"github.com/heraldhq/herald/internal/clientaddr"
 	"github.com/heraldhq/herald/internal/metrics"
 	"github.com/heraldhq/herald/internal/page"
 	"github.com/heraldhq/herald/migrations"
@@ -46,8 +48,19 @@ type Config struct {
 	MaxBodyBytes int64
 	// Store reads and writes tenants and endpoints. Required.
 	Store *store.Store
-	// Portal, when set, serves the customer portal under /portal/.
+	// Portal, when set, serves the customer portal under /portal/. It sees
+	// the client address this server resolved (clientaddr.From).
 	Portal http.Handler
+	// TrustedProxyHeader names a header that a proxy in front of Herald
+	// sets to the client's address (X-Forwarded-For, X-Real-IP); request
+	// logs and the throttling of failed authentication then use the last
+	// address in it. Empty (the default) means the connection's address.
+	// See clientaddr.Resolver.
+	TrustedProxyHeader string
+	// AuthThrottle slows down failed authentication per client address.
+	// Give the portal the same one. Defaults to a FailureThrottle with
+	// auth's defaults: 20 failures, then one a second.
+	AuthThrottle *auth.FailureThrottle
 }
 
 // Server serves the API. Build it with New.
@@ -57,6 +70,8 @@ type Server struct {
 	logger       *slog.Logger
 	publicURL    string
 	maxBodyBytes int64
+	clients      clientaddr.Resolver
+	throttle     *auth.FailureThrottle
 	jobs         replay.Inserter
 	router       chi.Router
 	// lastPrune is when this process last pruned idempotency records, in
@@ -78,6 +93,14 @@ func New(cfg Config) (*Server, error) {
 		logger:       cfg.Logger,
 		publicURL:    strings.TrimRight(cfg.PublicURL, "/"),
 		maxBodyBytes: cfg.MaxBodyBytes,
+		clients:      clientaddr.Resolver{Header: cfg.TrustedProxyHeader},
+		throttle:     cfg.AuthThrottle,
+	}
+	if err := clientaddr.CheckHeader(cfg.TrustedProxyHeader); err != nil {
+		return nil, fmt.Errorf("api: Config.TrustedProxyHeader: %w", err)
+	}
+	if s.throttle == nil {
+		s.throttle = auth.NewFailureThrottle(auth.ThrottleConfig{})
 	}
 	if s.logger == nil {
 		s.logger = slog.Default()
@@ -110,7 +133,7 @@ func (s *Server) Handler() http.Handler { return s.router }
 
 func (s *Server) routes(registry *prometheus.Registry, portal http.Handler) chi.Router {
 	r := chi.NewRouter()
-	r.Use(withRequestID, s.logRequests, s.recoverPanics)
+	r.Use(withRequestID, s.clients.Middleware, s.logRequests, s.recoverPanics)
 	r.NotFound(func(w http.ResponseWriter, r *http.Request) {
 		writeProblem(w, r, problem(http.StatusNotFound, "not-found", "no route matches "+r.Method+" "+r.URL.Path+"; see /openapi.json for the routes"))
 	})

@@ -7,12 +7,15 @@ import (
 	"encoding/base64"
 	"errors"
 	"fmt"
+	"math"
 	"net/http"
+	"strconv"
 	"time"
 
 	"github.com/jackc/pgx/v5"
 
 	"github.com/heraldhq/herald/internal/auth"
+	"github.com/heraldhq/herald/internal/clientaddr"
 )
 
 // Signing in takes two steps, so that opening a link changes nothing:
@@ -59,6 +62,9 @@ var errLoginCSRF = &pageError{status: http.StatusForbidden, heading: "This sign-
 
 // confirmLogin shows what a portal link opens, without spending it.
 func (p *Portal) confirmLogin(w http.ResponseWriter, r *http.Request) {
+	if p.throttled(w, r) {
+		return
+	}
 	token := r.URL.Query().Get("token")
 	link, err := auth.LookUpPortalLink(r.Context(), p.pool, token)
 	if err != nil {
@@ -101,6 +107,9 @@ func (p *Portal) login(w http.ResponseWriter, r *http.Request) {
 		p.renderError(w, r, nil, errLoginCSRF)
 		return
 	}
+	if p.throttled(w, r) {
+		return
+	}
 	s, err := auth.RedeemPortalLink(r.Context(), p.pool, token, p.cfg.SessionTTL)
 	if err != nil {
 		p.renderLinkError(w, r, err)
@@ -126,9 +135,32 @@ func (p *Portal) login(w http.ResponseWriter, r *http.Request) {
 	http.Redirect(w, r, Path+"/endpoints", http.StatusSeeOther)
 }
 
+// throttled answers 429 when the client's address has failed to sign in
+// too often (auth.FailureThrottle), and reports whether it did. It comes
+// before any token is looked at, so a guesser learns nothing while it waits.
+func (p *Portal) throttled(w http.ResponseWriter, r *http.Request) bool {
+	wait := p.cfg.AuthThrottle.Wait(clientaddr.From(r))
+	if wait <= 0 {
+		return false
+	}
+	seconds := int(math.Ceil(wait.Seconds()))
+	w.Header().Set("Retry-After", strconv.Itoa(seconds))
+	p.renderError(w, r, nil, &pageError{status: http.StatusTooManyRequests, heading: "Too many failed sign-ins",
+		message: fmt.Sprintf("Too many failed sign-ins came from your network. Wait %d seconds, then open the link you were given again.", seconds)})
+	return true
+}
+
+// signInFailed counts a failed sign-in against the client's address.
+func (p *Portal) signInFailed(r *http.Request) {
+	p.cfg.AuthThrottle.Fail(clientaddr.From(r))
+}
+
 // renderLinkError explains why a link cannot be used, or fails on any other
-// error.
+// error. A link that does not work is a failed sign-in.
 func (p *Portal) renderLinkError(w http.ResponseWriter, r *http.Request, err error) {
+	if errors.Is(err, auth.ErrLinkUnknown) || errors.Is(err, auth.ErrLinkUsed) || errors.Is(err, auth.ErrLinkExpired) {
+		p.signInFailed(r)
+	}
 	switch {
 	case errors.Is(err, auth.ErrLinkUnknown):
 		p.renderError(w, r, nil, &pageError{status: http.StatusNotFound, heading: "This link does not work", message: sentence(err.Error())})

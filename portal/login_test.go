@@ -5,6 +5,7 @@ import (
 	"net/http"
 	"net/url"
 	"regexp"
+	"strconv"
 	"strings"
 	"testing"
 
@@ -136,4 +137,46 @@ func TestConfirmationNamesTheSessionItReplaces(t *testing.T) {
 	var sessions int
 	require.NoError(t, b.pool.QueryRow(context.Background(), `SELECT count(*) FROM herald.portal_sessions WHERE tenant_id = 'tenant-a'`).Scan(&sessions))
 	require.Zero(t, sessions, "the replaced session ended")
+}
+
+// Failed sign-ins (unknown, used or expired links, unknown sessions) are
+// throttled per client address: after a burst, the address waits, with a
+// link that works too.
+func TestFailedSignInsAreThrottled(t *testing.T) {
+	t.Parallel()
+	b := setup(t)
+	b.fixture(t, "acme")
+	br := b.browser(t)
+	for i := range 20 {
+		resp := br.get("/portal/login?token=hpl_guess" + strconv.Itoa(i))
+		require.Equal(t, http.StatusNotFound, resp.StatusCode, "failure %d is within the burst", i+1)
+	}
+	resp := br.get("/portal/login?token=hpl_guess")
+	require.Equal(t, http.StatusTooManyRequests, resp.StatusCode)
+	require.Contains(t, resp.body, "Too many failed sign-ins")
+	wait, err := strconv.Atoi(resp.Header.Get("Retry-After"))
+	require.NoError(t, err, "Retry-After is whole seconds: %q", resp.Header.Get("Retry-After"))
+	require.GreaterOrEqual(t, wait, 1)
+	require.Equal(t, http.StatusTooManyRequests, br.get(b.link(t, "acme")).StatusCode, "a good link waits too")
+}
+
+func TestUnknownSessionsAreThrottledLikeBadLinks(t *testing.T) {
+	t.Parallel()
+	b := setup(t)
+	b.fixture(t, "acme")
+	forged := &http.Cookie{Name: "herald_portal", Value: "hps_guess"}
+	get := func() *http.Response {
+		req, err := http.NewRequest(http.MethodGet, b.server.URL+"/portal/endpoints", nil)
+		require.NoError(t, err)
+		req.AddCookie(forged)
+		resp, err := http.DefaultClient.Do(req)
+		require.NoError(t, err)
+		require.NoError(t, resp.Body.Close())
+		return resp
+	}
+	for range 20 {
+		require.Equal(t, http.StatusUnauthorized, get().StatusCode)
+	}
+	require.Equal(t, http.StatusTooManyRequests, get().StatusCode)
+	require.NotEmpty(t, get().Header.Get("Retry-After"))
 }

@@ -31,6 +31,7 @@ import (
 	"github.com/riverqueue/river"
 	"github.com/riverqueue/river/riverdriver/riverpgxv5"
 
+	"github.com/heraldhq/herald/internal/auth"
 	"github.com/heraldhq/herald/migrations"
 	"github.com/heraldhq/herald/replay"
 	"github.com/heraldhq/herald/store"
@@ -56,6 +57,11 @@ type Config struct {
 	// always Secure on requests that arrived over TLS; set this when TLS ends
 	// at a proxy in front of Herald. Defaults to false.
 	SecureCookies bool
+	// AuthThrottle slows down failed sign-ins (links that do not work,
+	// sessions that do not exist) per client address, as
+	// clientaddr.From finds it. Give the API the same one. Defaults to a
+	// FailureThrottle with auth's defaults: 20 failures, then one a second.
+	AuthThrottle *auth.FailureThrottle
 }
 
 // Portal is the customer portal's HTTP handler. Mount it at Path.
@@ -80,6 +86,9 @@ func New(cfg Config) (*Portal, error) {
 	}
 	if cfg.Logger == nil {
 		cfg.Logger = slog.Default()
+	}
+	if cfg.AuthThrottle == nil {
+		cfg.AuthThrottle = auth.NewFailureThrottle(auth.ThrottleConfig{})
 	}
 	as, err := loadAssets()
 	if err != nil {

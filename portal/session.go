@@ -77,7 +77,9 @@ func (p *Portal) secure(r *http.Request) bool {
 	return r.TLS != nil || p.cfg.SecureCookies
 }
 
-// requireSession resolves the cookie to a session, and on every state-changing
+// requireSession resolves the cookie to a session (a cookie that names no
+// session is a failed sign-in, throttled like a link that does not work),
+// and on every state-changing
 // request checks that it came from one of this session's own pages: the
 // Origin header, when the browser sends one, must be this host, and the form
 // must carry the session's CSRF token.
@@ -88,8 +90,12 @@ func (p *Portal) requireSession(next http.Handler) http.Handler {
 			p.renderError(w, r, nil, errNoSession)
 			return
 		}
+		if p.throttled(w, r) {
+			return
+		}
 		principal, err := auth.PortalSession(r.Context(), p.pool, c.Value)
 		if errors.Is(err, auth.ErrUnauthenticated) {
+			p.signInFailed(r)
 			p.renderError(w, r, nil, errNoSession)
 			return
 		}

@@ -21,6 +21,7 @@ import (
 	"github.com/heraldhq/herald/api"
 	"github.com/heraldhq/herald/cmd/internal/flagenv"
 	"github.com/heraldhq/herald/internal/auth"
+	"github.com/heraldhq/herald/internal/clientaddr"
 	"github.com/heraldhq/herald/internal/ssrf"
 	"github.com/heraldhq/herald/portal"
 	"github.com/heraldhq/herald/store"
@@ -54,6 +55,11 @@ type settings struct {
 	maxBodyBytes    int64
 	shutdownTimeout time.Duration
 	logFormat       flagenv.LogFormat
+	// trustedProxyHeader names the header a proxy in front of the api sets
+	// to the client's address; empty means the connection's address.
+	trustedProxyHeader  string
+	authFailureBurst    int
+	authFailureInterval time.Duration
 }
 
 func (s *settings) register(fs *flagenv.FlagSet) {
@@ -69,6 +75,12 @@ func (s *settings) register(fs *flagenv.FlagSet) {
 	fs.Env("max-body-bytes", "HERALD_MAX_BODY_BYTES")
 	fs.DurationVar(&s.shutdownTimeout, "shutdown-timeout", defaultShutdownTimeout, "how long in-flight requests may finish after SIGTERM")
 	fs.LogFormatVar(&s.logFormat)
+	fs.StringVar(&s.trustedProxyHeader, "trusted-proxy-header", "", "`header` a proxy in front of the api sets to the client's address, e.g. X-Forwarded-For (its last address is used); empty uses the connection's address. Set it only if every request comes through that proxy")
+	fs.Env("trusted-proxy-header", "HERALD_TRUSTED_PROXY_HEADER")
+	fs.IntVar(&s.authFailureBurst, "auth-failure-burst", auth.DefaultFailureBurst, "failed authentications (API and portal) a client address may make in a row before it waits; negative disables the throttle")
+	fs.Env("auth-failure-burst", "HERALD_AUTH_FAILURE_BURST")
+	fs.DurationVar(&s.authFailureInterval, "auth-failure-interval", auth.DefaultFailureInterval, "once its burst is spent, a client address may fail once per interval (429 with Retry-After until then)")
+	fs.Env("auth-failure-interval", "HERALD_AUTH_FAILURE_INTERVAL")
 }
 
 func run(args []string) error {
@@ -84,6 +96,9 @@ func run(args []string) error {
 			return nil
 		}
 		return err
+	}
+	if err := clientaddr.CheckHeader(s.trustedProxyHeader); err != nil {
+		return fmt.Errorf("--trusted-proxy-header: %w", err)
 	}
 	logger := s.logFormat.Logger()
 	box, err := flagenv.SecretBox()
@@ -111,10 +126,14 @@ func run(args []string) error {
 	if err != nil {
 		return err
 	}
+	// One throttle for both, so failing in the portal counts for the API
+	// and the other way round.
+	throttle := auth.NewFailureThrottle(auth.ThrottleConfig{Burst: s.authFailureBurst, Interval: s.authFailureInterval})
 	customerPortal, err := portal.New(portal.Config{
-		Pool:   pool,
-		Store:  st,
-		Logger: logger,
+		Pool:         pool,
+		Store:        st,
+		Logger:       logger,
+		AuthThrottle: throttle,
 		// Behind a TLS-terminating proxy requests arrive as plain HTTP; the
 		// public URL says whether browsers use HTTPS.
 		SecureCookies: strings.HasPrefix(s.publicURL, "https://"),
@@ -123,12 +142,14 @@ func run(args []string) error {
 		return err
 	}
 	server, err := api.New(api.Config{
-		Pool:         pool,
-		Store:        st,
-		Logger:       logger,
-		PublicURL:    s.publicURL,
-		MaxBodyBytes: s.maxBodyBytes,
-		Portal:       customerPortal,
+		Pool:               pool,
+		Store:              st,
+		Logger:             logger,
+		PublicURL:          s.publicURL,
+		MaxBodyBytes:       s.maxBodyBytes,
+		Portal:             customerPortal,
+		TrustedProxyHeader: s.trustedProxyHeader,
+		AuthThrottle:       throttle,
 	})
 	if err != nil {
 		return err

@@ -60,6 +60,9 @@ func TestBadSettingsAreNamed(t *testing.T) {
 		{env: []string{"HERALD_SECRET_KEY="}, want: "HERALD_SECRET_KEY is empty"},
 		{env: []string{"HERALD_BOOTSTRAP_API_KEY=hk_short"}, want: "--bootstrap-key"},
 		{args: []string{"--shutdown-timeout", "soon"}, want: `invalid value "soon" for flag -shutdown-timeout`},
+		{env: []string{"HERALD_TRUSTED_PROXY_HEADER=X Forwarded For"}, want: `--trusted-proxy-header: "X Forwarded For" is not an HTTP header name`},
+		{env: []string{"HERALD_AUTH_FAILURE_BURST=many"}, want: `HERALD_AUTH_FAILURE_BURST="many" is not a whole number`},
+		{env: []string{"HERALD_AUTH_FAILURE_INTERVAL=1"}, want: `HERALD_AUTH_FAILURE_INTERVAL="1" is not a duration`},
 		{
 			env:  []string{"HERALD_MIGRATE=maybe", "HERALD_MAX_CONNS=abc"},
 			want: "HERALD_MIGRATE=\"maybe\" is not true or false\nHERALD_MAX_CONNS=\"abc\" is not a whole number",
@@ -119,6 +122,7 @@ func TestHelpListsEverySetting(t *testing.T) {
 	for _, want := range []string{
 		"HERALD_DATABASE_URL", "HERALD_MIGRATE", "HERALD_MAX_CONNS", "HERALD_ALLOW_CIDRS", "HERALD_API_ADDR",
 		"HERALD_PUBLIC_URL", "HERALD_BOOTSTRAP_API_KEY", "HERALD_MAX_BODY_BYTES", "HERALD_LOG_FORMAT", "HERALD_SECRET_KEY",
+		"HERALD_TRUSTED_PROXY_HEADER", "HERALD_AUTH_FAILURE_BURST", "HERALD_AUTH_FAILURE_INTERVAL",
 		"-shutdown-timeout",
 	} {
 		require.Contains(t, string(out), want)
