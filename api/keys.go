@@ -55,7 +55,7 @@ func (s *Server) createKey(w http.ResponseWriter, r *http.Request, tenantID stri
 	if p := checkText("name", req.Name, 200); p != nil {
 		return p
 	}
-	k, key, err := auth.CreateAPIKey(r.Context(), s.pool, tenantID, req.Name)
+	k, key, err := auth.CreateAPIKeyBy(r.Context(), s.pool, principal(r), tenantID, req.Name)
 	if err != nil {
 		return err
 	}

@@ -32,7 +32,7 @@ func (s *Server) createPortalLink(w http.ResponseWriter, r *http.Request) error 
 	if req.TTLSeconds < 0 || req.TTLSeconds > maxSeconds {
 		return invalid("ttl_seconds", fmt.Sprintf("ttl_seconds must be between 1 and %d (a day); omit it for the default of %d", maxSeconds, int64(auth.DefaultLinkTTL/time.Second)))
 	}
-	link, err := auth.MintPortalLink(r.Context(), s.pool, chi.URLParam(r, "tenantID"), time.Duration(req.TTLSeconds)*time.Second)
+	link, err := auth.MintPortalLinkBy(r.Context(), s.pool, principal(r), chi.URLParam(r, "tenantID"), time.Duration(req.TTLSeconds)*time.Second)
 	if err != nil {
 		return err
 	}

@@ -36,10 +36,18 @@ var ErrMalformedKey = errors.New(`an API key must start with "hk_" and have at l
 
 // CreateAPIKey makes a new key, scoped to tenantID or, when it is empty,
 // operator-wide. It returns the key's description and the key itself, which
-// is shown once and never stored.
+// is shown once and never stored. No key is recorded as its maker: use it
+// for keys a program makes, and CreateAPIKeyBy for keys a caller asks for.
 func CreateAPIKey(ctx context.Context, db DB, tenantID, name string) (APIKey, string, error) {
+	return CreateAPIKeyBy(ctx, db, Principal{}, tenantID, name)
+}
+
+// CreateAPIKeyBy is CreateAPIKey on behalf of creator. When creator is an
+// API key, the new key is recorded as made by it, and revoking the creator
+// (RevokeAPIKey) revokes the new key too.
+func CreateAPIKeyBy(ctx context.Context, db DB, creator Principal, tenantID, name string) (APIKey, string, error) {
 	key := newToken(apiKeyPrefix)
-	k, err := insertKey(ctx, db, tenantID, name, key)
+	k, err := insertKey(ctx, db, creator.keyID(), tenantID, name, key)
 	return k, key, err
 }
 
@@ -56,11 +64,11 @@ func EnsureAPIKey(ctx context.Context, db DB, key, name string) error {
 	if exists {
 		return nil
 	}
-	_, err := insertKey(ctx, db, "", name, key)
+	_, err := insertKey(ctx, db, nil, "", name, key)
 	return err
 }
 
-func insertKey(ctx context.Context, db DB, tenantID, name, key string) (APIKey, error) {
+func insertKey(ctx context.Context, db DB, createdBy *uuid.UUID, tenantID, name, key string) (APIKey, error) {
 	id, err := uuid.NewV7()
 	if err != nil {
 		return APIKey{}, err
@@ -69,7 +77,7 @@ func insertKey(ctx context.Context, db DB, tenantID, name, key string) (APIKey, 
 	if tenantID != "" {
 		tenant = &tenantID
 	}
-	rows, err := db.Query(ctx, insertAPIKey, id, tenant, name, key[:len(apiKeyPrefix)+6], hash(key))
+	rows, err := db.Query(ctx, insertAPIKey, id, tenant, name, key[:len(apiKeyPrefix)+6], hash(key), createdBy)
 	if err != nil {
 		return APIKey{}, fmt.Errorf("create api key: %w", err)
 	}
@@ -109,14 +117,25 @@ func ListAPIKeys(ctx context.Context, db DB, tenantID string, req page.Request) 
 }
 
 // RevokeAPIKey makes one of tenantID's keys (an operator key when tenantID
-// is empty) unusable from now on. Revoking twice is fine; a key of another
-// scope is ErrKeyNotFound.
+// is empty) unusable from now on, with everything it made: the keys it
+// created (CreateAPIKeyBy) and the keys those created, the portal links they
+// minted (MintPortalLinkBy) and the portal sessions opened with those links.
+// It all happens in one transaction (a savepoint when db is one), so a
+// revocation never leaves part of what the key made usable. Revoking twice
+// is fine; a key of another scope is ErrKeyNotFound.
 func RevokeAPIKey(ctx context.Context, db DB, tenantID string, id uuid.UUID) (APIKey, error) {
-	rows, err := db.Query(ctx, revokeAPIKey, tenantID, id)
-	if err != nil {
-		return APIKey{}, fmt.Errorf("revoke api key %s: %w", id, err)
-	}
-	k, err := pgx.CollectExactlyOneRow(rows, scanKey)
+	var k APIKey
+	err := pgx.BeginFunc(ctx, db, func(tx pgx.Tx) error {
+		rows, err := tx.Query(ctx, revokeAPIKey, tenantID, id)
+		if err != nil {
+			return err
+		}
+		if k, err = pgx.CollectExactlyOneRow(rows, scanKey); err != nil {
+			return err
+		}
+		_, err = tx.Exec(ctx, revokeCreatedBy, id)
+		return err
+	})
 	if errors.Is(err, pgx.ErrNoRows) {
 		return APIKey{}, ErrKeyNotFound
 	}

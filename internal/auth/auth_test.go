@@ -163,3 +163,46 @@ func TestPortalLinkExpires(t *testing.T) {
 	_, err = auth.MintPortalLink(b.ctx, b.pool, "acme", 48*time.Hour)
 	require.Error(t, err)
 }
+
+func TestRevokingAKeyRevokesWhatItMadeInOneTransaction(t *testing.T) {
+	t.Parallel()
+	b := setup(t)
+	parent, parentKey, err := auth.CreateAPIKey(b.ctx, b.pool, "acme", "parent")
+	require.NoError(t, err)
+	asParent, err := auth.Authenticate(b.ctx, b.pool, parentKey)
+	require.NoError(t, err)
+	_, childKey, err := auth.CreateAPIKeyBy(b.ctx, b.pool, asParent, "acme", "child")
+	require.NoError(t, err)
+	asChild, err := auth.Authenticate(b.ctx, b.pool, childKey)
+	require.NoError(t, err)
+	opened, err := auth.MintPortalLinkBy(b.ctx, b.pool, asChild, "acme", 0)
+	require.NoError(t, err)
+	session, err := auth.RedeemPortalLink(b.ctx, b.pool, opened.Token, 0)
+	require.NoError(t, err)
+	unopened, err := auth.MintPortalLinkBy(b.ctx, b.pool, asParent, "acme", 0)
+	require.NoError(t, err)
+	usable := func() []bool {
+		_, errChild := auth.Authenticate(b.ctx, b.pool, childKey)
+		_, errSession := auth.Authenticate(b.ctx, b.pool, session.Token)
+		_, errLink := auth.LookUpPortalLink(b.ctx, b.pool, unopened.Token)
+		return []bool{errChild == nil, errSession == nil, errLink == nil}
+	}
+
+	tx, err := b.pool.Begin(b.ctx)
+	require.NoError(t, err)
+	_, err = auth.RevokeAPIKey(b.ctx, tx, "acme", parent.ID)
+	require.NoError(t, err)
+	require.NoError(t, tx.Rollback(b.ctx))
+	require.Equal(t, []bool{true, true, true}, usable(), "a rolled back revocation revokes nothing")
+
+	revoked, err := auth.RevokeAPIKey(b.ctx, b.pool, "acme", parent.ID)
+	require.NoError(t, err)
+	require.NotNil(t, revoked.RevokedAt)
+	require.Equal(t, []bool{false, false, false}, usable(), "child key, its link's session and the parent's unopened link")
+	_, err = auth.RevokeAPIKey(b.ctx, b.pool, "acme", parent.ID)
+	require.NoError(t, err, "revoking twice is fine")
+
+	var sessions int
+	require.NoError(t, b.pool.QueryRow(b.ctx, "SELECT count(*) FROM herald.portal_sessions").Scan(&sessions))
+	require.Zero(t, sessions, "the session is deleted, not just refused")
+}

@@ -44,8 +44,16 @@ type PortalLink struct {
 
 // MintPortalLink creates a single-use link token for tenantID that can be
 // redeemed until ttl has passed. Zero ttl means DefaultLinkTTL; a ttl above
-// MaxLinkTTL is an error.
+// MaxLinkTTL is an error. No key is recorded as its maker: use it for links
+// a program mints, and MintPortalLinkBy for links a caller asks for.
 func MintPortalLink(ctx context.Context, db DB, tenantID string, ttl time.Duration) (PortalLink, error) {
+	return MintPortalLinkBy(ctx, db, Principal{}, tenantID, ttl)
+}
+
+// MintPortalLinkBy is MintPortalLink on behalf of creator. When creator is
+// an API key, the link and the session opened with it are recorded as made
+// by it: revoking the key (RevokeAPIKey) deletes both.
+func MintPortalLinkBy(ctx context.Context, db DB, creator Principal, tenantID string, ttl time.Duration) (PortalLink, error) {
 	if ttl == 0 {
 		ttl = DefaultLinkTTL
 	}
@@ -59,7 +67,7 @@ func MintPortalLink(ctx context.Context, db DB, tenantID string, ttl time.Durati
 	}
 	token := newToken(portalLinkPrefix)
 	var expires time.Time
-	err := db.QueryRow(ctx, insertPortalLink, hash(token), tenantID, ttl.Seconds()).Scan(&expires)
+	err := db.QueryRow(ctx, insertPortalLink, hash(token), tenantID, ttl.Seconds(), creator.keyID()).Scan(&expires)
 	var pgErr *pgconn.PgError
 	if errors.As(err, &pgErr) && pgErr.Code == "23503" { // foreign_key_violation
 		return PortalLink{}, ErrTenantNotFound
@@ -80,7 +88,8 @@ type Session struct {
 }
 
 // RedeemPortalLink spends a link token (it works once) and opens a portal
-// session for its tenant lasting ttl (zero means DefaultSessionTTL). It
+// session for its tenant lasting ttl (zero means DefaultSessionTTL), made by
+// the key that minted the link. It
 // returns ErrLinkUnknown, ErrLinkUsed or ErrLinkExpired when the link cannot
 // be used.
 func RedeemPortalLink(ctx context.Context, db DB, linkToken string, ttl time.Duration) (Session, error) {
@@ -89,7 +98,8 @@ func RedeemPortalLink(ctx context.Context, db DB, linkToken string, ttl time.Dur
 	}
 	var s Session
 	err := pgx.BeginFunc(ctx, db, func(tx pgx.Tx) error {
-		err := tx.QueryRow(ctx, spendPortalLink, hash(linkToken)).Scan(&s.TenantID)
+		var createdBy *uuid.UUID
+		err := tx.QueryRow(ctx, spendPortalLink, hash(linkToken)).Scan(&s.TenantID, &createdBy)
 		if errors.Is(err, pgx.ErrNoRows) {
 			return whyLinkUnusable(ctx, tx, linkToken)
 		}
@@ -98,7 +108,7 @@ func RedeemPortalLink(ctx context.Context, db DB, linkToken string, ttl time.Dur
 		}
 		s.Token = newToken(portalSessionPrefix)
 		s.ID = sessionID(s.Token)
-		if err := tx.QueryRow(ctx, insertPortalSession, hash(s.Token), s.TenantID, ttl.Seconds()).Scan(&s.ExpiresAt); err != nil {
+		if err := tx.QueryRow(ctx, insertPortalSession, hash(s.Token), s.TenantID, ttl.Seconds(), createdBy).Scan(&s.ExpiresAt); err != nil {
 			return fmt.Errorf("open portal session for %s: %w", s.TenantID, err)
 		}
 		return nil

@@ -47,6 +47,15 @@ type Principal struct {
 // Operator reports whether the principal may act on every tenant.
 func (p Principal) Operator() bool { return p.TenantID == "" }
 
+// keyID is the principal's API key id, recorded as the maker of the
+// credentials it creates; nil for a portal session or no principal.
+func (p Principal) keyID() *uuid.UUID {
+	if p.Kind != KindAPIKey {
+		return nil
+	}
+	return &p.ID
+}
+
 // CanAccess reports whether the principal may see tenantID's objects.
 func (p Principal) CanAccess(tenantID string) bool {
 	return p.Operator() || p.TenantID == tenantID
