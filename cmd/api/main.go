@@ -12,6 +12,7 @@ import (
 	"log/slog"
 	"net"
 	"net/http"
+	"net/url"
 	"os"
 	"os/signal"
 	"strings"
@@ -100,6 +101,10 @@ func run(args []string) error {
 	if err := clientaddr.CheckHeader(s.trustedProxyHeader); err != nil {
 		return fmt.Errorf("--trusted-proxy-header: %w", err)
 	}
+	publicHTTPS, err := isHTTPS(s.publicURL)
+	if err != nil {
+		return fmt.Errorf("--public-url: %w", err)
+	}
 	logger := s.logFormat.Logger()
 	box, err := flagenv.SecretBox()
 	if err != nil {
@@ -136,7 +141,7 @@ func run(args []string) error {
 		AuthThrottle: throttle,
 		// Behind a TLS-terminating proxy requests arrive as plain HTTP; the
 		// public URL says whether browsers use HTTPS.
-		SecureCookies: strings.HasPrefix(s.publicURL, "https://"),
+		SecureCookies: publicHTTPS,
 	})
 	if err != nil {
 		return err
@@ -155,6 +160,16 @@ func run(args []string) error {
 		return err
 	}
 	return serve(ctx, logger, s, server.Handler())
+}
+
+// isHTTPS reports whether publicURL, an absolute http or https URL, is
+// https. Schemes are case-insensitive (RFC 3986), so HTTPS://… counts.
+func isHTTPS(publicURL string) (bool, error) {
+	u, err := url.Parse(publicURL)
+	if err != nil || u.Host == "" || !(strings.EqualFold(u.Scheme, "https") || strings.EqualFold(u.Scheme, "http")) {
+		return false, fmt.Errorf("%q is not an absolute http or https URL; give the address browsers reach this API at, like https://webhooks.example.com", publicURL)
+	}
+	return strings.EqualFold(u.Scheme, "https"), nil
 }
 
 func serve(ctx context.Context, logger *slog.Logger, s settings, handler http.Handler) error {

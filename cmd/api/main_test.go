@@ -60,6 +60,7 @@ func TestBadSettingsAreNamed(t *testing.T) {
 		{env: []string{"HERALD_SECRET_KEY="}, want: "HERALD_SECRET_KEY is empty"},
 		{env: []string{"HERALD_BOOTSTRAP_API_KEY=hk_short"}, want: "--bootstrap-key"},
 		{args: []string{"--shutdown-timeout", "soon"}, want: `invalid value "soon" for flag -shutdown-timeout`},
+		{env: []string{"HERALD_PUBLIC_URL=webhooks.example.com"}, want: `--public-url: "webhooks.example.com" is not an absolute http or https URL`},
 		{env: []string{"HERALD_TRUSTED_PROXY_HEADER=X Forwarded For"}, want: `--trusted-proxy-header: "X Forwarded For" is not an HTTP header name`},
 		{env: []string{"HERALD_AUTH_FAILURE_BURST=many"}, want: `HERALD_AUTH_FAILURE_BURST="many" is not a whole number`},
 		{env: []string{"HERALD_AUTH_FAILURE_INTERVAL=1"}, want: `HERALD_AUTH_FAILURE_INTERVAL="1" is not a duration`},
