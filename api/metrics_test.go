@@ -1,11 +1,19 @@
 package api_test
 
 import (
+	"io"
+	"log/slog"
 	"net/http"
+	"net/http/httptest"
 	"testing"
 
 	"github.com/google/uuid"
 	"github.com/stretchr/testify/require"
+
+	"github.com/heraldhq/herald/api"
+	"github.com/heraldhq/herald/internal/pgtest"
+	"github.com/heraldhq/herald/internal/secretbox"
+	"github.com/heraldhq/herald/store"
 )
 
 func TestMetricsAreReadFromTheDatabase(t *testing.T) {
@@ -35,4 +43,45 @@ func TestMetricsAreReadFromTheDatabase(t *testing.T) {
 	} {
 		require.Contains(t, text, want)
 	}
+}
+
+func TestMetricsTokenGuardsMetrics(t *testing.T) {
+	t.Parallel()
+	pool := pgtest.NewPool(t)
+	box, err := secretbox.Parse(secretbox.Generate())
+	require.NoError(t, err)
+	st, err := store.New(pool, store.Config{Box: box})
+	require.NoError(t, err)
+	s, err := api.New(api.Config{Pool: pool, Store: st, Logger: slog.New(slog.DiscardHandler), MetricsToken: "scrape-secret"})
+	require.NoError(t, err)
+	server := httptest.NewServer(s.Handler())
+	t.Cleanup(server.Close)
+
+	scrape := func(authorization string) *http.Response {
+		req, err := http.NewRequest(http.MethodGet, server.URL+"/metrics", nil)
+		require.NoError(t, err)
+		if authorization != "" {
+			req.Header.Set("Authorization", authorization)
+		}
+		resp, err := http.DefaultClient.Do(req)
+		require.NoError(t, err)
+		t.Cleanup(func() { _ = resp.Body.Close() })
+		return resp
+	}
+	for _, wrong := range []string{"", "Bearer nope", "Basic scrape-secret", "Bearer scrape-secretX"} {
+		resp := scrape(wrong)
+		require.Equal(t, http.StatusUnauthorized, resp.StatusCode, "Authorization %q", wrong)
+		require.Contains(t, resp.Header.Get("WWW-Authenticate"), "Bearer")
+	}
+	resp := scrape("Bearer scrape-secret")
+	require.Equal(t, http.StatusOK, resp.StatusCode)
+	body, err := io.ReadAll(resp.Body)
+	require.NoError(t, err)
+	require.Contains(t, string(body), "herald_metrics_database_up 1")
+
+	// The other operational routes stay open: a load balancer probes them.
+	health, err := http.Get(server.URL + "/healthz")
+	require.NoError(t, err)
+	_ = health.Body.Close()
+	require.Equal(t, http.StatusOK, health.StatusCode)
 }

@@ -2,6 +2,7 @@ package api
 
 import (
 	"context"
+	"crypto/subtle"
 	"errors"
 	"fmt"
 	"log/slog"
@@ -206,6 +207,35 @@ func (s *Server) tenantScope(next http.Handler) http.Handler {
 		}
 		if !exists {
 			writeProblem(w, r, notFound("tenant "+quote(tenantID)))
+			return
+		}
+		next.ServeHTTP(w, r)
+	})
+}
+
+// metricsAuth guards /metrics with s.metricsToken when one is set. A wrong
+// or missing token counts against the client's address like any failed
+// authentication.
+func (s *Server) metricsAuth(next http.Handler) http.Handler {
+	if s.metricsToken == "" {
+		return next
+	}
+	want := []byte(s.metricsToken)
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		client := clientaddr.From(r)
+		if wait := s.throttle.Wait(client); wait > 0 {
+			seconds := int(math.Ceil(wait.Seconds()))
+			w.Header().Set("Retry-After", strconv.Itoa(seconds))
+			writeProblem(w, r, problem(http.StatusTooManyRequests, "too-many-failed-authentications", fmt.Sprintf(
+				"too many failed authentications came from your address; wait %d s (Retry-After) before the next request, and check the metrics token you send", seconds)))
+			return
+		}
+		scheme, token, _ := strings.Cut(r.Header.Get("Authorization"), " ")
+		if !strings.EqualFold(scheme, "Bearer") || subtle.ConstantTimeCompare([]byte(strings.TrimSpace(token)), want) != 1 {
+			s.throttle.Fail(client)
+			w.Header().Set("WWW-Authenticate", `Bearer realm="herald-metrics"`)
+			writeProblem(w, r, problem(http.StatusUnauthorized, "unauthenticated",
+				"/metrics needs the metrics token (--metrics-token); send it as the header Authorization: Bearer <token>"))
 			return
 		}
 		next.ServeHTTP(w, r)

@@ -61,6 +61,11 @@ type Config struct {
 	// Give the portal the same one. Defaults to a FailureThrottle with
 	// auth's defaults: 20 failures, then one a second.
 	AuthThrottle *auth.FailureThrottle
+	// MetricsToken, when set, is the bearer token /metrics requires:
+	// Prometheus sends it with `authorization: {credentials: …}` in its
+	// scrape config. Empty (the default) serves /metrics to anyone who
+	// reaches the api, as it is meant for a private network.
+	MetricsToken string
 }
 
 // Server serves the API. Build it with New.
@@ -72,6 +77,7 @@ type Server struct {
 	maxBodyBytes int64
 	clients      clientaddr.Resolver
 	throttle     *auth.FailureThrottle
+	metricsToken string
 	jobs         replay.Inserter
 	router       chi.Router
 	// lastPrune is when this process last pruned idempotency records, in
@@ -95,6 +101,7 @@ func New(cfg Config) (*Server, error) {
 		maxBodyBytes: cfg.MaxBodyBytes,
 		clients:      clientaddr.Resolver{Header: cfg.TrustedProxyHeader},
 		throttle:     cfg.AuthThrottle,
+		metricsToken: cfg.MetricsToken,
 	}
 	if err := clientaddr.CheckHeader(cfg.TrustedProxyHeader); err != nil {
 		return nil, fmt.Errorf("api: Config.TrustedProxyHeader: %w", err)
@@ -143,7 +150,7 @@ func (s *Server) routes(registry *prometheus.Registry, portal http.Handler) chi.
 
 	r.Get("/healthz", s.healthz)
 	r.Get("/readyz", s.readyz)
-	r.Method(http.MethodGet, "/metrics", promhttp.HandlerFor(registry, promhttp.HandlerOpts{}))
+	r.With(s.metricsAuth).Method(http.MethodGet, "/metrics", promhttp.HandlerFor(registry, promhttp.HandlerOpts{}))
 	r.Get("/openapi.json", serveOpenAPI)
 	if portal != nil {
 		r.Mount("/portal", portal)

@@ -61,6 +61,7 @@ type settings struct {
 	trustedProxyHeader  string
 	authFailureBurst    int
 	authFailureInterval time.Duration
+	metricsToken        string
 }
 
 func (s *settings) register(fs *flagenv.FlagSet) {
@@ -82,6 +83,8 @@ func (s *settings) register(fs *flagenv.FlagSet) {
 	fs.Env("auth-failure-burst", "HERALD_AUTH_FAILURE_BURST")
 	fs.DurationVar(&s.authFailureInterval, "auth-failure-interval", auth.DefaultFailureInterval, "once its burst is spent, a client address may fail once per interval (429 with Retry-After until then)")
 	fs.Env("auth-failure-interval", "HERALD_AUTH_FAILURE_INTERVAL")
+	fs.StringVar(&s.metricsToken, "metrics-token", "", "bearer token that /metrics requires; empty serves /metrics without authentication")
+	fs.Env("metrics-token", "HERALD_METRICS_TOKEN")
 }
 
 func run(args []string) error {
@@ -154,6 +157,7 @@ func run(args []string) error {
 		MaxBodyBytes:       s.maxBodyBytes,
 		Portal:             customerPortal,
 		TrustedProxyHeader: s.trustedProxyHeader,
+		MetricsToken:       s.metricsToken,
 		AuthThrottle:       throttle,
 	})
 	if err != nil {
