@@ -45,9 +45,10 @@ func (t Trigger) valid() bool {
 
 // Args is the River job that sends one delivery. One job serves every
 // automatic attempt of its delivery: after a failed attempt it snoozes until
-// the retry. Whoever inserts a job for a delivery that is no longer pending
-// (a resend) sets the delivery back to pending in the same transaction; a
-// job for a delivery that is not pending does nothing.
+// the retry. Whoever inserts another job for a delivery (a resend, a
+// replay) requeues it in the same transaction: sets it pending and adds one
+// to its generation, which fences out the jobs inserted before. A job for a
+// delivery that is not pending, or of another generation, does nothing.
 type Args struct {
 	// DeliveryID is the herald.deliveries row to send. Required.
 	DeliveryID uuid.UUID `json:"delivery_id"`
@@ -58,6 +59,13 @@ type Args struct {
 	// Trigger is recorded on every attempt the job makes. Empty means
 	// TriggerScheduled.
 	Trigger Trigger `json:"trigger,omitempty"`
+	// Generation is the delivery's generation (deliveries.generation) the
+	// job was inserted for. A job whose generation is no longer its
+	// delivery's ends without sending, and cannot record an attempt: the
+	// delivery was requeued, and the requeue's job works it now. Zero, or
+	// absent in jobs inserted before generations existed, is the generation
+	// of a delivery never requeued.
+	Generation int `json:"generation,omitempty"`
 }
 
 // Kind returns Kind.
@@ -91,10 +99,14 @@ const MaxBatch = 100
 // BatchArgs is the River job that makes the first attempt of several new
 // deliveries to one endpoint: the fan-out's fast path, which costs River one
 // job for the lot instead of one each. A delivery belongs to its batch job
-// while it has never been attempted and has no next_attempt_at; the job
-// hands a delivery it does not finish (an attempt failed, or the endpoint
-// has a rate limit) to an Args job of its own, which serves it from then on
-// (see BatchWorker).
+// while it has never been requeued (generation 0), never been attempted and
+// has no next_attempt_at; the job hands a delivery it does not finish (an
+// attempt failed, or the endpoint has a rate limit) to an Args job of its
+// own, which serves it from then on (see BatchWorker).
+//
+// A batch job carries no generation: the fan-out inserts it with the
+// deliveries it creates, all at generation 0, and a requeue takes a
+// delivery from its batch job for good by moving it past 0.
 type BatchArgs struct {
 	// EndpointID is the endpoint of every delivery. Required.
 	EndpointID uuid.UUID `json:"endpoint_id"`

@@ -28,10 +28,12 @@ import (
 // endpoint with a rate limit, which Args jobs keep to, and after sending for
 // half the HTTP timeout, so the job ends within its timeout.
 //
-// A delivery belongs to its batch job while it has never been attempted and
-// has no next_attempt_at: a job run again after its process died sends only
-// those, and handing one off sets next_attempt_at in the transaction that
-// inserts its own job.
+// A delivery belongs to its batch job while it has never been requeued
+// (generation 0), never been attempted and has no next_attempt_at
+// (ownedByBatch): a job run again after its process died sends only those,
+// handing one off sets next_attempt_at in the transaction that inserts its
+// own job, and a requeue, inserting a job of its own, moves the generation
+// on.
 type BatchWorker struct {
 	river.WorkerDefaults[BatchArgs]
 
@@ -66,7 +68,7 @@ func (b *BatchWorker) Work(ctx context.Context, job *river.Job[BatchArgs]) error
 	}
 	var todo []loaded
 	for _, d := range found {
-		if d != nil && d.status == deliverystatus.Pending && d.attemptCount == 0 && d.nextAttemptAt.IsZero() {
+		if d != nil && d.ownedByBatch() {
 			todo = append(todo, *d)
 		}
 	}
@@ -121,6 +123,13 @@ func (b *BatchWorker) Work(ctx context.Context, job *river.Job[BatchArgs]) error
 	return nil
 }
 
+// ownedByBatch reports whether d still belongs to the batch job the fan-out
+// created it with: pending, never requeued, never attempted, not handed
+// off.
+func (d *loaded) ownedByBatch() bool {
+	return d.status == deliverystatus.Pending && d.generation == 0 && d.attemptCount == 0 && d.nextAttemptAt.IsZero()
+}
+
 // sendUntilFailure sends todo in order, lanes at a time, and returns each
 // delivery's attempt: nil for one it did not send because an attempt
 // failed, ctx ended or half the HTTP timeout has passed.
@@ -162,7 +171,7 @@ func retryAlone(d loaded) retryFunc {
 		if err != nil {
 			return err
 		}
-		_, err = client.InsertTx(ctx, tx, Args{DeliveryID: d.id, EndpointID: d.endpointID, Trigger: TriggerScheduled}, nil)
+		_, err = client.InsertTx(ctx, tx, Args{DeliveryID: d.id, EndpointID: d.endpointID, Trigger: TriggerScheduled, Generation: d.generation}, nil)
 		return err
 	}
 }

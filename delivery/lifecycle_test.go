@@ -32,7 +32,11 @@ type steppedBundle struct {
 	*testBundle
 	clock  *testclock.Clock
 	worker *rivertest.Worker[delivery.Args, pgx.Tx]
-	tx     pgx.Tx
+	batch  *rivertest.Worker[delivery.BatchArgs, pgx.Tx]
+	// jobs inserts jobs outside tx, as the api and the replay worker do;
+	// they are worked with worker.WorkJob.
+	jobs *river.Client[pgx.Tx]
+	tx   pgx.Tx
 }
 
 func setupStepped(t *testing.T, cfg delivery.Config) (*steppedBundle, context.Context) {
@@ -53,10 +57,14 @@ func setupStepped(t *testing.T, cfg delivery.Config) (*steppedBundle, context.Co
 	w, err := delivery.NewWorker(cfg)
 	require.NoError(t, err)
 	config := &river.Config{Schema: migrations.Schema, Test: river.TestConfig{Time: clock}}
+	jobs, err := river.NewClient(riverpgxv5.New(b.pool), &river.Config{Schema: migrations.Schema})
+	require.NoError(t, err)
 	return &steppedBundle{
 		testBundle: b,
 		clock:      clock,
 		worker:     rivertest.NewWorker(t, riverpgxv5.New(nil), config, river.Worker[delivery.Args](w)),
+		batch:      rivertest.NewWorker(t, riverpgxv5.New(nil), config, river.Worker[delivery.BatchArgs](w.BatchWorker())),
+		jobs:       jobs,
 		tx:         tx,
 	}, ctx
 }

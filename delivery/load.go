@@ -16,6 +16,9 @@ type progress struct {
 	status       deliverystatus.Status
 	attemptCount int
 	firstAttempt *time.Time
+	// generation is the delivery's generation (see Args.Generation): an
+	// attempt is recorded only while it is still the job's.
+	generation int
 }
 
 // loaded is what one attempt needs to know of its delivery.
@@ -67,7 +70,7 @@ func (w *Worker) loadMany(ctx context.Context, ids []uuid.UUID) ([]*loaded, erro
 			next, expire *time.Time
 			body         string
 		)
-		_, err := pgx.ForEachRow(rows, []any{&d.id, &d.status, &d.attemptCount, &d.firstAttempt, &next,
+		_, err := pgx.ForEachRow(rows, []any{&d.id, &d.status, &d.attemptCount, &d.firstAttempt, &d.generation, &next,
 			&d.messageID, &body, &d.endpointID, &d.url, &d.endpointEnabled, &d.rateLimit, &d.secrets, &expire}, func() error {
 			one := d
 			one.nextAttemptAt, one.secretsExpire = time.Time{}, time.Time{}

@@ -7,7 +7,7 @@ const (
 	// the set of its endpoint's secrets active at $2, as their ids, and
 	// when the first of them expires: the worker reuses secrets it read
 	// while these are unchanged.
-	loadDeliveries = `SELECT d.id, d.status, d.attempt_count, d.first_attempt_at, d.next_attempt_at,
+	loadDeliveries = `SELECT d.id, d.status, d.attempt_count, d.first_attempt_at, d.generation, d.next_attempt_at,
     d.message_id, m.body, d.endpoint_id, e.url, e.enabled, coalesce(e.rate_limit, 0),
     coalesce(s.ids, ''), s.first_expiry
 FROM herald.deliveries d
@@ -20,27 +20,30 @@ LEFT JOIN LATERAL (
 ) s ON true
 WHERE d.id = ANY($1)`
 
-	// cancelDelivery stops a pending delivery whose endpoint is disabled.
+	// cancelDelivery stops a pending delivery of generation $3 whose
+	// endpoint is disabled. A delivery requeued since its job loaded it (the
+	// endpoint was enabled again meanwhile) is the requeue's job's.
 	cancelDelivery = `UPDATE herald.deliveries
 SET status = 'cancelled', next_attempt_at = NULL, completed_at = $2, updated_at = now()
-WHERE id = $1 AND status = 'pending'`
+WHERE id = $1 AND status = 'pending' AND generation = $3`
 
 	// cancelDeliveries stops the pending deliveries $1 of a disabled
-	// endpoint.
+	// endpoint that still belong to their batch job (never requeued).
 	cancelDeliveries = `UPDATE herald.deliveries
 SET status = 'cancelled', next_attempt_at = NULL, completed_at = $2, updated_at = now()
-WHERE id = ANY($1) AND status = 'pending'`
+WHERE id = ANY($1) AND status = 'pending' AND generation = 0`
 
 	// handOff marks the deliveries $1 that still belong to their batch job
-	// (never attempted, no next attempt set) as due at $2, which makes them
-	// the business of the jobs inserted with them, and returns them.
+	// (never requeued, never attempted, no next attempt set) as due at $2,
+	// which makes them the business of the jobs inserted with them, and
+	// returns them.
 	handOff = `UPDATE herald.deliveries
 SET next_attempt_at = $2, updated_at = now()
-WHERE id = ANY($1) AND status = 'pending' AND attempt_count = 0 AND next_attempt_at IS NULL
+WHERE id = ANY($1) AND status = 'pending' AND generation = 0 AND attempt_count = 0 AND next_attempt_at IS NULL
 RETURNING id`
 
 	// reloadProgress reads what deciding an attempt's outcome depends on.
-	reloadProgress = `SELECT status, attempt_count, first_attempt_at FROM herald.deliveries WHERE id = $1`
+	reloadProgress = `SELECT status, attempt_count, first_attempt_at, generation FROM herald.deliveries WHERE id = $1`
 
 	// lookUpByIndex makes the statements after it in a transaction find
 	// rows through indexes. A batch names up to maxRoundTrip deliveries by
@@ -59,11 +62,13 @@ RETURNING id`
 	// recordAttempts records attempts and their outcomes in one
 	// statement: for each row of its input (recordColumns, as arrays) the
 	// delivery's new state and the attempt row. A delivery is updated only
-	// if its status and attempt count are still those its outcome was
-	// decided on; otherwise nothing is written for it and no attempt row is
-	// inserted, and the caller decides again. It returns the deliveries it
-	// recorded. What an outcome means for the endpoint (a 410 disables it)
-	// is applied by the worker's Health in the same transaction.
+	// if its status, attempt count and generation are still those its
+	// outcome was decided on; otherwise nothing is written for it and no
+	// attempt row is inserted, and the caller decides again (or, the
+	// generation having moved on, gives up: see Args.Generation). It
+	// returns the deliveries it recorded. What an outcome means for the
+	// endpoint (a 410 disables it) is applied by the worker's Health in the
+	// same transaction.
 	//
 	// The status a delivery must still have comes as a column of the input
 	// ('pending' on every row of a batch), not as a constant: with a
@@ -72,10 +77,10 @@ RETURNING id`
 	recordAttempts = `WITH input AS (
     SELECT * FROM unnest($1::uuid[], $2::text[], $3::integer[], $4::text[], $5::timestamptz[], $6::timestamptz[],
         $7::uuid[], $8::uuid[], $9::uuid[], $10::text[], $11::timestamptz[], $12::integer[], $13::text[],
-        $14::integer[], $15::text[], $16::text[], $17::text[])
+        $14::integer[], $15::text[], $16::text[], $17::text[], $18::integer[])
         AS i(delivery_id, seen_status, seen_attempt_count, status, next_attempt_at, completed_at,
             attempt_id, message_id, endpoint_id, trigger, started_at, duration_ms, request_headers,
-            status_code, problem, response_excerpt, outcome)
+            status_code, problem, response_excerpt, outcome, seen_generation)
 )` + recordInput
 
 	// recordAttempt is recordAttempts for one attempt, its input one
@@ -87,7 +92,8 @@ RETURNING id`
         $4::text AS status, $5::timestamptz AS next_attempt_at, $6::timestamptz AS completed_at,
         $7::uuid AS attempt_id, $8::uuid AS message_id, $9::uuid AS endpoint_id, $10::text AS trigger,
         $11::timestamptz AS started_at, $12::integer AS duration_ms, $13::text AS request_headers,
-        $14::integer AS status_code, $15::text AS problem, $16::text AS response_excerpt, $17::text AS outcome
+        $14::integer AS status_code, $15::text AS problem, $16::text AS response_excerpt, $17::text AS outcome,
+        $18::integer AS seen_generation
 )` + recordInput
 
 	// recordInput is what recordAttempts and recordAttempt do with their
@@ -101,6 +107,7 @@ RETURNING id`
         last_status_code = i.status_code, last_error = i.problem, updated_at = now()
     FROM input i
     WHERE d.id = i.delivery_id AND d.status = i.seen_status AND d.attempt_count = i.seen_attempt_count
+        AND d.generation = i.seen_generation
     RETURNING d.id, d.attempt_count
 )
 INSERT INTO herald.attempts (id, delivery_id, message_id, endpoint_id, attempt_number, trigger, started_at,

@@ -84,8 +84,11 @@ func (w *Worker) record(ctx context.Context, rs ...recording) ([]time.Time, erro
 // recordAlone records r in a transaction of its own and returns when its
 // delivery's next attempt is due. When the delivery changed meanwhile it
 // reads the delivery's progress again and decides again, up to
-// maxRecordTries times.
+// maxRecordTries times. A delivery requeued meanwhile is the requeue's
+// job's: the attempt is not recorded, and no next attempt is due for this
+// job.
 func (w *Worker) recordAlone(ctx context.Context, r recording) (time.Time, error) {
+	generation := r.d.generation
 	for range maxRecordTries {
 		res, err := w.apply(ctx, []recording{r})
 		if err != nil {
@@ -94,12 +97,17 @@ func (w *Worker) recordAlone(ctx context.Context, r recording) (time.Time, error
 		if res[0].recorded {
 			return res[0].next, nil
 		}
-		err = w.db.QueryRow(ctx, reloadProgress, r.d.id).Scan(&r.d.status, &r.d.attemptCount, &r.d.firstAttempt)
+		err = w.db.QueryRow(ctx, reloadProgress, r.d.id).Scan(&r.d.status, &r.d.attemptCount, &r.d.firstAttempt, &r.d.generation)
 		if errors.Is(err, pgx.ErrNoRows) {
 			return time.Time{}, nil // deleted with its endpoint while the request ran
 		}
 		if err != nil {
 			return time.Time{}, fmt.Errorf("record attempt of delivery %s: %w", r.d.id, err)
+		}
+		if r.d.generation != generation {
+			w.logger.InfoContext(ctx, "delivery requeued while its attempt ran; the attempt is not recorded and the requeue's job carries on",
+				"delivery", r.d.id, "endpoint", r.d.endpointID, "generation", generation, "requeued_as", r.d.generation)
+			return time.Time{}, nil
 		}
 	}
 	return time.Time{}, fmt.Errorf("record attempt of delivery %s: the delivery changed %d times while recording; River retries the job", r.d.id, maxRecordTries)
@@ -130,8 +138,9 @@ type decision struct {
 // an attempt's retry is called when another attempt is due.
 //
 // An attempt whose delivery is no longer at the progress it was decided on
-// is not recorded, nor is a second attempt of one delivery (a resend
-// running alongside): the caller decides again, after this transaction.
+// (another attempt was recorded, the delivery was settled or requeued) is
+// not recorded, nor is a second attempt of one delivery in rs: the caller
+// decides again, after this transaction.
 func (w *Worker) apply(ctx context.Context, rs []recording) ([]applied, error) {
 	// Rows are locked in id order, so concurrent transactions cannot
 	// deadlock.
@@ -224,6 +233,7 @@ func (w *Worker) decide(r recording, dec *decision) (recordRow, error) {
 		deliveryID:       r.d.id,
 		seenStatus:       p.status,
 		seenAttemptCount: p.attemptCount,
+		seenGeneration:   p.generation,
 		status:           dec.settled.status,
 		nextAttemptAt:    dec.settled.next,
 		completedAt:      dec.settled.completed,
@@ -247,6 +257,7 @@ type recordRow struct {
 	deliveryID       uuid.UUID
 	seenStatus       deliverystatus.Status
 	seenAttemptCount int
+	seenGeneration   int
 	status           deliverystatus.Status
 	nextAttemptAt    *time.Time // nil: no retry
 	completedAt      *time.Time // nil keeps the recorded completion time
@@ -283,6 +294,7 @@ var recordColumns = []unnest.Column[recordRow]{
 	unnest.Col(func(r recordRow) *string { return r.problem }),
 	unnest.Col(func(r recordRow) string { return r.responseExcerpt }),
 	unnest.Col(func(r recordRow) string { return string(r.outcome) }),
+	unnest.Col(func(r recordRow) int { return r.seenGeneration }),
 }
 
 // insertAttempts records rows in one round trip and returns the

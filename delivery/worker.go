@@ -243,10 +243,11 @@ func (w *Worker) Timeout(*river.Job[Args]) time.Duration {
 }
 
 // Work makes one attempt of the job's delivery, unless there is nothing to
-// do: the delivery is gone or no longer pending, its endpoint is disabled
-// (the delivery is cancelled), or its retry is not due yet. After a failed
-// attempt the job snoozes until the retry; River does not count a snooze as
-// a job attempt.
+// do: the delivery is gone, was requeued since the job was inserted (its
+// generation is not the job's: the requeue's job works it), is no longer
+// pending, its endpoint is disabled (the delivery is cancelled), or its
+// retry is not due yet. After a failed attempt the job snoozes until the
+// retry; River does not count a snooze as a job attempt.
 //
 // An attempt goes: room at the endpoint (checkRoom), the delivery (load),
 // a slot for the request (takeSlots), the request (send), and its outcome
@@ -266,12 +267,12 @@ func (w *Worker) Work(ctx context.Context, job *river.Job[Args]) error {
 	if err != nil {
 		return err
 	}
-	if d.status != deliverystatus.Pending {
+	if d.generation != job.Args.Generation || d.status != deliverystatus.Pending {
 		return nil
 	}
 	now := w.now()
 	if !d.endpointEnabled {
-		if _, err := w.db.Exec(ctx, cancelDelivery, d.id, now); err != nil {
+		if _, err := w.db.Exec(ctx, cancelDelivery, d.id, now, d.generation); err != nil {
 			return fmt.Errorf("cancel delivery %s of disabled endpoint: %w", d.id, err)
 		}
 		return nil

@@ -12,14 +12,17 @@ SELECT status FROM herald.deliveries WHERE message_id = $1 AND endpoint_id = $2 
 
 	// requeueDelivery creates the (message, endpoint) delivery or sets an
 	// existing one that is not pending back to pending with a fresh retry
-	// window. No row comes back for a delivery that is already pending.
+	// window and its next generation, which fences out its earlier jobs
+	// (see delivery.Args.Generation). It returns the delivery and its
+	// generation; no row comes back for a delivery that is already pending.
 	requeueDelivery = `
 INSERT INTO herald.deliveries (id, message_id, endpoint_id, tenant_id, status)
 VALUES ($1, $2, $3, $4, 'pending')
 ON CONFLICT (message_id, endpoint_id) DO UPDATE
-SET status = 'pending', first_attempt_at = NULL, next_attempt_at = NULL, completed_at = NULL, updated_at = now()
+SET status = 'pending', generation = herald.deliveries.generation + 1,
+    first_attempt_at = NULL, next_attempt_at = NULL, completed_at = NULL, updated_at = now()
 WHERE herald.deliveries.status <> 'pending'
-RETURNING id`
+RETURNING id, generation`
 
 	markDispatched = `UPDATE herald.messages SET dispatched_at = $2 WHERE id = $1 AND dispatched_at IS NULL`
 
@@ -72,11 +75,14 @@ LIMIT $7`
 INSERT INTO herald.replay_deliveries (replay_id, delivery_id)
 SELECT $1, unnest($2::uuid[]) ON CONFLICT DO NOTHING`
 
+	// requeueBatch is requeueDelivery for the deliveries $1 of a replay
+	// batch that exist and are not pending.
 	requeueBatch = `
 UPDATE herald.deliveries
-SET status = 'pending', first_attempt_at = NULL, next_attempt_at = NULL, completed_at = NULL, updated_at = now()
+SET status = 'pending', generation = generation + 1,
+    first_attempt_at = NULL, next_attempt_at = NULL, completed_at = NULL, updated_at = now()
 WHERE id = ANY($1) AND status <> 'pending'
-RETURNING id`
+RETURNING id, generation`
 
 	advanceReplay = `
 UPDATE herald.replays

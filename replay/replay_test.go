@@ -80,6 +80,19 @@ WHERE kind = 'herald.delivery' AND (args->>'delivery_id')::uuid = $1 ORDER BY id
 	return triggers
 }
 
+// generations returns the delivery's generation and those its delivery jobs
+// were queued for.
+func (b *testBundle) generations(t *testing.T, delivery uuid.UUID) (current int, queued []int) {
+	t.Helper()
+	require.NoError(t, b.pool.QueryRow(b.ctx, "SELECT generation FROM herald.deliveries WHERE id = $1", delivery).Scan(&current))
+	rows, err := b.pool.Query(b.ctx, `SELECT coalesce((args->>'generation')::int, 0) FROM herald.river_job
+WHERE kind = 'herald.delivery' AND (args->>'delivery_id')::uuid = $1 ORDER BY id`, delivery)
+	require.NoError(t, err)
+	queued, err = pgx.CollectRows(rows, pgx.RowTo[int])
+	require.NoError(t, err)
+	return current, queued
+}
+
 func (b *testBundle) resend(t *testing.T, message, endpoint uuid.UUID) (replay.Resent, error) {
 	t.Helper()
 	var r replay.Resent
@@ -104,6 +117,9 @@ func TestResendQueuesOneManualAttempt(t *testing.T) {
 	var first *time.Time
 	require.NoError(t, b.pool.QueryRow(b.ctx, "SELECT first_attempt_at FROM herald.deliveries WHERE id = $1", d).Scan(&first))
 	require.Nil(t, first, "a resend gets a fresh retry window")
+	current, queued := b.generations(t, d)
+	require.Equal(t, 1, current, "a requeue moves the delivery to its next generation")
+	require.Equal(t, []int{1}, queued, "the resend's job is of that generation")
 
 	_, err = b.resend(t, msg, b.endpoint)
 	require.ErrorIs(t, err, replay.ErrPending, "a pending delivery is not queued twice")
@@ -178,6 +194,9 @@ func TestReplayQueuesEverythingInRangeOnce(t *testing.T) {
 	for _, d := range inRange {
 		require.Equal(t, "pending", b.status(t, d))
 		require.Equal(t, []string{"replay"}, b.queued(t, d))
+		current, queued := b.generations(t, d)
+		require.Equal(t, 1, current)
+		require.Equal(t, []int{1}, queued)
 	}
 	require.Empty(t, b.queued(t, pending), "an already pending delivery is not queued again")
 	require.Empty(t, b.queued(t, before), "before since is out of range")

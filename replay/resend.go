@@ -80,7 +80,8 @@ func ResendTx(ctx context.Context, tx pgx.Tx, jobs Inserter, messageID, endpoint
 	if r.PreviousStatus == deliverystatus.Pending {
 		return fail(ErrPending)
 	}
-	if err := tx.QueryRow(ctx, requeueDelivery, newID, messageID, endpointID, tenantID).Scan(&r.DeliveryID); err != nil {
+	var generation int
+	if err := tx.QueryRow(ctx, requeueDelivery, newID, messageID, endpointID, tenantID).Scan(&r.DeliveryID, &generation); err != nil {
 		// A concurrent first resend of a never-delivered message that
 		// committed meanwhile leaves the delivery pending: no row.
 		if errors.Is(err, pgx.ErrNoRows) {
@@ -88,7 +89,7 @@ func ResendTx(ctx context.Context, tx pgx.Tx, jobs Inserter, messageID, endpoint
 		}
 		return fail(err)
 	}
-	args := delivery.Args{DeliveryID: r.DeliveryID, EndpointID: endpointID, Trigger: delivery.TriggerManual}
+	args := delivery.Args{DeliveryID: r.DeliveryID, EndpointID: endpointID, Trigger: delivery.TriggerManual, Generation: generation}
 	if _, err := jobs.InsertTx(ctx, tx, args, nil); err != nil {
 		return fail(fmt.Errorf("queue delivery job: %w", err))
 	}

@@ -100,6 +100,12 @@ func (w *Worker) Step(ctx context.Context, jobs Inserter, replayID uuid.UUID) (m
 	return w.step(ctx, jobs, replayID)
 }
 
+// requeuedDelivery is a row of requeueBatch.
+type requeuedDelivery struct {
+	ID         uuid.UUID
+	Generation int
+}
+
 func (w *Worker) step(ctx context.Context, jobs Inserter, replayID uuid.UUID) (bool, error) {
 	tx, err := w.db.Begin(ctx)
 	if err != nil {
@@ -163,14 +169,16 @@ func (w *Worker) step(ctx context.Context, jobs Inserter, replayID uuid.UUID) (b
 	if err != nil {
 		return false, err
 	}
-	queued, err := pgx.CollectRows(requeued, pgx.RowTo[uuid.UUID])
+	queued, err := pgx.CollectRows(requeued, pgx.RowToStructByPos[requeuedDelivery])
 	if err != nil {
 		return false, err
 	}
 	if len(queued) > 0 {
 		params := make([]river.InsertManyParams, len(queued))
-		for i, id := range queued {
-			params[i] = river.InsertManyParams{Args: delivery.Args{DeliveryID: id, EndpointID: endpointID, Trigger: delivery.TriggerReplay}}
+		for i, d := range queued {
+			params[i] = river.InsertManyParams{Args: delivery.Args{
+				DeliveryID: d.ID, EndpointID: endpointID, Trigger: delivery.TriggerReplay, Generation: d.Generation,
+			}}
 		}
 		if _, err := jobs.InsertManyTx(ctx, tx, params); err != nil {
 			return false, fmt.Errorf("queue %d delivery jobs: %w", len(params), err)

@@ -1,0 +1,229 @@
+package delivery_test
+
+import (
+	"context"
+	"log/slog"
+	"net/http"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/google/uuid"
+	"github.com/jackc/pgx/v5"
+	"github.com/riverqueue/river"
+	"github.com/riverqueue/river/rivertype"
+	"github.com/stretchr/testify/require"
+
+	"github.com/heraldhq/herald/delivery"
+	"github.com/heraldhq/herald/internal/webhooktest"
+	"github.com/heraldhq/herald/replay"
+	"github.com/heraldhq/herald/schedule"
+	"github.com/heraldhq/herald/signing"
+)
+
+// hourly retries within the hour: a job that failed sleeps long enough for
+// a test to disable, enable and requeue its delivery meanwhile.
+var hourly = schedule.Policy{Base: time.Hour, Cap: time.Hour, Window: 24 * time.Hour}
+
+// requeues are the two ways a person sends a delivery again.
+var requeues = []string{"resend", "replay"}
+
+// requeue sends the message's delivery to endpoint again, as the api does:
+// a resend, or a replay of what failed in the last hour, walked to its end.
+func (b *testBundle) requeue(t *testing.T, ctx context.Context, jobs replay.Inserter, how string, message, endpoint uuid.UUID) {
+	t.Helper()
+	if how == "resend" {
+		require.NoError(t, pgx.BeginFunc(ctx, b.pool, func(tx pgx.Tx) error {
+			_, err := replay.ResendTx(ctx, tx, jobs, message, endpoint)
+			return err
+		}))
+		return
+	}
+	var started replay.Replay
+	require.NoError(t, pgx.BeginFunc(ctx, b.pool, func(tx pgx.Tx) error {
+		var err error
+		started, err = replay.StartTx(ctx, tx, jobs, replay.Params{EndpointID: endpoint, Since: time.Now().Add(-time.Hour), OnlyFailed: true})
+		return err
+	}))
+	w := replay.NewWorker(b.pool, 0, slog.New(slog.DiscardHandler))
+	for more := true; more; {
+		var err error
+		more, err = w.Step(ctx, jobs, started.ID)
+		require.NoError(t, err)
+	}
+}
+
+// requeuedJob returns the newest job of the delivery that is ready to run:
+// the one a requeue inserted.
+func (b *steppedBundle) requeuedJob(t *testing.T, ctx context.Context, id uuid.UUID) *rivertype.JobRow {
+	t.Helper()
+	var jobID int64
+	require.NoError(t, b.pool.QueryRow(ctx, `SELECT id FROM herald.river_job
+WHERE kind = $1 AND (args->>'delivery_id')::uuid = $2 AND state = 'available' ORDER BY id DESC LIMIT 1`, delivery.Kind, id).Scan(&jobID))
+	job, err := b.jobs.JobGet(ctx, jobID)
+	require.NoError(t, err)
+	return job
+}
+
+func (b *testBundle) triggers(t *testing.T, ctx context.Context, id uuid.UUID) []string {
+	t.Helper()
+	var triggers []string
+	for _, a := range b.attempts(t, ctx, id) {
+		triggers = append(triggers, a.Trigger)
+	}
+	return triggers
+}
+
+// A delivery fails and its job sleeps until the retry; a 410 to another
+// delivery disables the endpoint, which cancels the delivery; the owner
+// enables the endpoint and resends the delivery, or replays what failed.
+// The old job, woken before its time (a restart, a rescue, or simply its
+// retry coming round), must end without sending: the requeue's job alone
+// works the delivery.
+func TestRequeueFencesOutTheSleepingJob(t *testing.T) {
+	t.Parallel()
+	for _, how := range requeues {
+		t.Run(how, func(t *testing.T) {
+			t.Parallel()
+			b, ctx := setupStepped(t, delivery.Config{Policy: hourly})
+			r := webhooktest.NewReceiver(t, webhooktest.Status(500, http.StatusGone, 200))
+			endpoint := b.endpoint(t, ctx, r.URL)
+			message := b.message(t, ctx)
+			id := b.pendingDelivery(t, ctx, message, endpoint)
+
+			old, err := b.worker.Work(ctx, t, b.tx, delivery.Args{DeliveryID: id, EndpointID: endpoint}, nil)
+			require.NoError(t, err)
+			require.Equal(t, river.EventKindJobSnoozed, old.EventKind, "the failed delivery's job sleeps until its retry")
+			gone := b.pendingDelivery(t, ctx, b.message(t, ctx), endpoint)
+			_, err = b.worker.Work(ctx, t, b.tx, delivery.Args{DeliveryID: gone, EndpointID: endpoint}, nil)
+			require.NoError(t, err)
+			require.Equal(t, "cancelled", b.delivery(t, ctx, id).Status, "the 410 disabled the endpoint and cancelled its pending delivery")
+
+			_, err = b.store.EnableEndpoint(ctx, endpoint)
+			require.NoError(t, err)
+			b.requeue(t, ctx, b.jobs, how, message, endpoint)
+
+			woken, err := b.worker.WorkJob(ctx, t, b.tx, old.Job)
+			require.NoError(t, err)
+			require.Equal(t, 2, r.Count(), "the old job must not send the requeued delivery")
+			require.Equal(t, river.EventKindJobCompleted, woken.EventKind, "the old job ends")
+			require.Len(t, b.attempts(t, ctx, id), 1)
+
+			result, err := b.worker.WorkJob(ctx, t, b.tx, b.requeuedJob(t, ctx, id))
+			require.NoError(t, err)
+			require.Equal(t, river.EventKindJobCompleted, result.EventKind)
+			require.Equal(t, 3, r.Count(), "the requeue's job sent it once")
+			d := b.delivery(t, ctx, id)
+			require.Equal(t, "succeeded", d.Status)
+			require.Equal(t, 2, d.AttemptCount)
+			require.Equal(t, []string{"scheduled", triggerOf(how)}, b.triggers(t, ctx, id))
+		})
+	}
+}
+
+// A batch job that has not run yet when its delivery is cancelled and
+// requeued leaves the delivery to the requeue's job.
+func TestRequeueTakesTheDeliveryFromItsBatchJob(t *testing.T) {
+	t.Parallel()
+	for _, how := range requeues {
+		t.Run(how, func(t *testing.T) {
+			t.Parallel()
+			b, ctx := setupStepped(t, delivery.Config{Policy: hourly})
+			r := webhooktest.NewReceiver(t, webhooktest.Status(http.StatusGone, 200))
+			endpoint := b.endpoint(t, ctx, r.URL)
+			message := b.message(t, ctx)
+			id := b.pendingDelivery(t, ctx, message, endpoint)
+			inserted, err := b.jobs.InsertTx(ctx, b.tx, delivery.BatchArgs{EndpointID: endpoint, DeliveryIDs: []uuid.UUID{id}}, nil)
+			require.NoError(t, err)
+
+			gone := b.pendingDelivery(t, ctx, b.message(t, ctx), endpoint)
+			_, err = b.worker.Work(ctx, t, b.tx, delivery.Args{DeliveryID: gone, EndpointID: endpoint}, nil)
+			require.NoError(t, err)
+			require.Equal(t, "cancelled", b.delivery(t, ctx, id).Status)
+			_, err = b.store.EnableEndpoint(ctx, endpoint)
+			require.NoError(t, err)
+			b.requeue(t, ctx, b.jobs, how, message, endpoint)
+
+			result, err := b.batch.WorkJob(ctx, t, b.tx, inserted.Job)
+			require.NoError(t, err)
+			require.Equal(t, 1, r.Count(), "the batch job must not send the requeued delivery")
+			require.Equal(t, river.EventKindJobCompleted, result.EventKind)
+			require.Equal(t, 1, b.ownJobs(t, ctx, []uuid.UUID{id}), "nor hand it off: the requeue's job is its only one")
+
+			_, err = b.worker.WorkJob(ctx, t, b.tx, b.requeuedJob(t, ctx, id))
+			require.NoError(t, err)
+			require.Equal(t, 2, r.Count())
+			require.Equal(t, "succeeded", b.delivery(t, ctx, id).Status)
+			require.Equal(t, []string{triggerOf(how)}, b.triggers(t, ctx, id))
+		})
+	}
+}
+
+// The sequence of TestRequeueFencesOutTheSleepingJob with real River
+// clients: the old job, asleep for an hour after a 503 with Retry-After, is
+// woken in the resend's own transaction, so both jobs run at once. Only the
+// resend's job may send; the receiver sees each attempt once.
+func TestRequeuedDeliveryIsSentByOneJob(t *testing.T) {
+	t.Parallel()
+	b, ctx := setup(t, delivery.Config{Policy: schedule.Policy{Base: 50 * time.Millisecond, Cap: 50 * time.Millisecond, Window: 24 * time.Hour}})
+	message, goneMessage := b.message(t, ctx), b.message(t, ctx)
+	var (
+		mu   sync.Mutex
+		seen = map[string]int{}
+	)
+	r := webhooktest.NewReceiver(t, func(_ int, w http.ResponseWriter, req *http.Request) {
+		id := req.Header.Get(signing.HeaderID)
+		mu.Lock()
+		seen[id]++
+		n := seen[id]
+		mu.Unlock()
+		switch {
+		case id == delivery.MessageHeaderID(goneMessage):
+			w.WriteHeader(http.StatusGone)
+		case n == 1:
+			w.Header().Set("Retry-After", "3600")
+			w.WriteHeader(http.StatusServiceUnavailable)
+		case n <= 3:
+			w.WriteHeader(http.StatusInternalServerError)
+		default:
+			w.WriteHeader(http.StatusOK)
+		}
+	})
+	endpoint := b.endpoint(t, ctx, r.URL)
+
+	id := b.enqueue(t, ctx, message, endpoint)
+	var oldJob int64
+	require.NoError(t, b.pool.QueryRow(ctx, `SELECT id FROM herald.river_job WHERE kind = $1 AND (args->>'delivery_id')::uuid = $2`,
+		delivery.Kind, id).Scan(&oldJob))
+	b.waitJob(t, ctx, oldJob, rivertype.JobStateScheduled)
+	gone := b.enqueue(t, ctx, goneMessage, endpoint)
+	b.waitStatus(t, ctx, gone, "failed")
+	b.waitStatus(t, ctx, id, "cancelled")
+	_, err := b.store.EnableEndpoint(ctx, endpoint)
+	require.NoError(t, err)
+
+	require.NoError(t, pgx.BeginFunc(ctx, b.pool, func(tx pgx.Tx) error {
+		if _, err := tx.Exec(ctx, "UPDATE herald.river_job SET state = 'available', scheduled_at = now() WHERE id = $1", oldJob); err != nil {
+			return err
+		}
+		_, err := replay.ResendTx(ctx, tx, b.client, message, endpoint)
+		return err
+	}))
+	d := b.waitStatus(t, ctx, id, "succeeded")
+	b.waitJob(t, ctx, oldJob, rivertype.JobStateCompleted)
+
+	require.Equal(t, []string{"scheduled", "manual", "manual", "manual"}, b.triggers(t, ctx, id),
+		"after the resend only the resend's job sends: 500, 500, 200")
+	require.Equal(t, 4, d.AttemptCount)
+	mu.Lock()
+	defer mu.Unlock()
+	require.Equal(t, 4, seen[delivery.MessageHeaderID(message)], "the receiver got each attempt once")
+}
+
+// triggerOf is the trigger the attempts of a requeue record.
+func triggerOf(how string) string {
+	if how == "resend" {
+		return string(delivery.TriggerManual)
+	}
+	return string(delivery.TriggerReplay)
+}

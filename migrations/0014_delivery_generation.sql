@@ -1,0 +1,16 @@
+-- A delivery's generation says which of its jobs may work it.
+--
+-- Every requeue (a resend, a replay) adds one to it and inserts a job that
+-- carries the new value (delivery.Args.Generation). A job whose generation is
+-- not its delivery's ends without sending, and the statement that records an
+-- attempt matches the generation too, so a job that was sending when its
+-- delivery was requeued records nothing. Before, a job asleep until a retry
+-- when its endpoint was disabled (which cancels the delivery but leaves the
+-- job) woke after the endpoint was enabled and the delivery resent, found it
+-- pending and worked it alongside the resend's job.
+--
+-- Jobs inserted before this migration carry no generation, which means 0, and
+-- every existing delivery starts at 0, so they go on working. A column with a
+-- constant default is added without rewriting the table; in no index, it
+-- keeps recording an attempt a HOT update (0010).
+ALTER TABLE herald.deliveries ADD COLUMN generation integer NOT NULL DEFAULT 0;
