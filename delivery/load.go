@@ -13,8 +13,15 @@ import (
 
 // progress is the part of a delivery an attempt's outcome depends on.
 type progress struct {
-	status       deliverystatus.Status
+	status deliverystatus.Status
+	// attemptCount counts every attempt the delivery made; the next one is
+	// number attemptCount+1.
 	attemptCount int
+	// attemptsBeforeRequeue is what attemptCount was when the delivery was
+	// last requeued: the schedule counts only the attempts after it.
+	attemptsBeforeRequeue int
+	// firstAttempt is when the current retry window started: the first
+	// attempt since the delivery was created or requeued.
 	firstAttempt *time.Time
 	// generation is the delivery's generation (see Args.Generation): an
 	// attempt is recorded only while it is still the job's.
@@ -70,7 +77,7 @@ func (w *Worker) loadMany(ctx context.Context, ids []uuid.UUID) ([]*loaded, erro
 			next, expire *time.Time
 			body         string
 		)
-		_, err := pgx.ForEachRow(rows, []any{&d.id, &d.status, &d.attemptCount, &d.firstAttempt, &d.generation, &next,
+		_, err := pgx.ForEachRow(rows, []any{&d.id, &d.status, &d.attemptCount, &d.attemptsBeforeRequeue, &d.firstAttempt, &d.generation, &next,
 			&d.messageID, &body, &d.endpointID, &d.url, &d.endpointEnabled, &d.rateLimit, &d.secrets, &expire}, func() error {
 			one := d
 			one.nextAttemptAt, one.secretsExpire = time.Time{}, time.Time{}

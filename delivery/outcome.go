@@ -57,10 +57,11 @@ type Outcome struct {
 // answered 410.
 const DisabledReason = "410 Gone"
 
-// Decide turns the result of attempt number attempt (1 for the first
-// attempt of the delivery) into an outcome. firstAttempt is when the
-// delivery's first attempt started, now is when this one ended; the retry
-// window is measured from firstAttempt.
+// Decide turns the result of attempt number attempt of the delivery's
+// retry window (1 for its first attempt since it was created, resent or
+// replayed) into an outcome. firstAttempt is when that first attempt
+// started, now is when this one ended; the retry window is measured from
+// firstAttempt.
 //
 //   - 2xx: Succeeded.
 //   - 410: EndpointGone.

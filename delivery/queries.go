@@ -7,7 +7,7 @@ const (
 	// the set of its endpoint's secrets active at $2, as their ids, and
 	// when the first of them expires: the worker reuses secrets it read
 	// while these are unchanged.
-	loadDeliveries = `SELECT d.id, d.status, d.attempt_count, d.first_attempt_at, d.generation, d.next_attempt_at,
+	loadDeliveries = `SELECT d.id, d.status, d.attempt_count, d.attempts_before_requeue, d.first_attempt_at, d.generation, d.next_attempt_at,
     d.message_id, m.body, d.endpoint_id, e.url, e.enabled, coalesce(e.rate_limit, 0),
     coalesce(s.ids, ''), s.first_expiry
 FROM herald.deliveries d
@@ -43,7 +43,8 @@ WHERE id = ANY($1) AND status = 'pending' AND generation = 0 AND attempt_count =
 RETURNING id`
 
 	// reloadProgress reads what deciding an attempt's outcome depends on.
-	reloadProgress = `SELECT status, attempt_count, first_attempt_at, generation FROM herald.deliveries WHERE id = $1`
+	reloadProgress = `SELECT status, attempt_count, attempts_before_requeue, first_attempt_at, generation
+FROM herald.deliveries WHERE id = $1`
 
 	// lookUpByIndex makes the statements after it in a transaction find
 	// rows through indexes. A batch names up to maxRoundTrip deliveries by

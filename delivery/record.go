@@ -97,7 +97,7 @@ func (w *Worker) recordAlone(ctx context.Context, r recording) (time.Time, error
 		if res[0].recorded {
 			return res[0].next, nil
 		}
-		err = w.db.QueryRow(ctx, reloadProgress, r.d.id).Scan(&r.d.status, &r.d.attemptCount, &r.d.firstAttempt, &r.d.generation)
+		err = w.db.QueryRow(ctx, reloadProgress, r.d.id).Scan(&r.d.status, &r.d.attemptCount, &r.d.attemptsBeforeRequeue, &r.d.firstAttempt, &r.d.generation)
 		if errors.Is(err, pgx.ErrNoRows) {
 			return time.Time{}, nil // deleted with its endpoint while the request ran
 		}
@@ -124,7 +124,7 @@ type applied struct {
 
 // decision is an attempt's outcome and what it does to its delivery.
 type decision struct {
-	number  int // the attempt's number: 1 for a delivery's first
+	number  int // the attempt's number: 1 for a delivery's first ever
 	ended   time.Time
 	outcome Outcome
 	settled settlement
@@ -214,7 +214,8 @@ func (w *Worker) decide(r recording, dec *decision) (recordRow, error) {
 	}
 	dec.number = p.attemptCount + 1
 	dec.ended = r.a.startedAt.Add(r.a.duration)
-	dec.outcome = Decide(r.a.result, dec.number, first, dec.ended, w.policy)
+	// The schedule starts again at every requeue, as the window does.
+	dec.outcome = Decide(r.a.result, dec.number-p.attemptsBeforeRequeue, first, dec.ended, w.policy)
 	dec.settled = settle(p.status, dec.outcome, dec.ended)
 
 	attemptID, err := uuid.NewV7()

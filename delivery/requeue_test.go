@@ -3,6 +3,7 @@ package delivery_test
 import (
 	"context"
 	"log/slog"
+	"math/rand/v2"
 	"net/http"
 	"sync"
 	"testing"
@@ -218,6 +219,54 @@ func TestRequeuedDeliveryIsSentByOneJob(t *testing.T) {
 	mu.Lock()
 	defer mu.Unlock()
 	require.Equal(t, 4, seen[delivery.MessageHeaderID(message)], "the receiver got each attempt once")
+}
+
+// A delivery fails until its three-day window is spent, and is then resent
+// (or replayed), and fails again. The requeue gives it a fresh window and a
+// fresh schedule: its retry comes within the first retry's bound (5 s), not
+// within the 10 h a retry so many attempts in may wait. The attempts keep
+// their numbers, and attempt_count counts them all.
+func TestRequeueStartsTheScheduleAgain(t *testing.T) {
+	t.Parallel()
+	for _, how := range requeues {
+		t.Run(how, func(t *testing.T) {
+			t.Parallel()
+			// Seeded: each subtest draws its delays alone, in order.
+			policy := schedule.Policy{Rand: rand.New(rand.NewPCG(17, 29))}
+			b, ctx := setupStepped(t, delivery.Config{Policy: policy})
+			r := webhooktest.NewReceiver(t, webhooktest.Status(http.StatusInternalServerError))
+			endpoint := b.endpoint(t, ctx, r.URL)
+			message := b.message(t, ctx)
+			id := b.pendingDelivery(t, ctx, message, endpoint)
+
+			result, err := b.worker.Work(ctx, t, b.tx, delivery.Args{DeliveryID: id, EndpointID: endpoint}, nil)
+			require.NoError(t, err)
+			for result.EventKind == river.EventKindJobSnoozed {
+				b.clock.Set(result.Job.ScheduledAt)
+				result, err = b.worker.WorkJob(ctx, t, b.tx, result.Job)
+				require.NoError(t, err)
+			}
+			spent := b.delivery(t, ctx, id)
+			require.Equal(t, "failed", spent.Status, "the window is spent")
+			require.Greater(t, spent.AttemptCount, 15)
+
+			b.requeue(t, ctx, b.jobs, how, message, endpoint)
+			result, err = b.worker.WorkJob(ctx, t, b.tx, b.requeuedJob(t, ctx, id))
+			require.NoError(t, err)
+			require.Equal(t, river.EventKindJobSnoozed, result.EventKind, "the requeued delivery failed and will be retried")
+			d := b.delivery(t, ctx, id)
+			require.Equal(t, "pending", d.Status)
+			require.Equal(t, spent.AttemptCount+1, d.AttemptCount, "attempt_count counts every attempt")
+			require.Equal(t, *d.LastAttemptAt, *d.FirstAttemptAt, "the window starts at the requeue's first attempt")
+			require.LessOrEqual(t, d.NextAttemptAt.Sub(*d.LastAttemptAt), schedule.DefaultBase,
+				"the first retry after a requeue waits at most the schedule's base")
+			attempts := b.attempts(t, ctx, id)
+			require.Len(t, attempts, d.AttemptCount)
+			require.Equal(t, d.AttemptCount, attempts[len(attempts)-1].Number, "attempt numbers go on increasing")
+			require.Equal(t, "exhausted", attempts[len(attempts)-2].Outcome)
+			require.Equal(t, "retry", attempts[len(attempts)-1].Outcome)
+		})
+	}
 }
 
 // triggerOf is the trigger the attempts of a requeue record.

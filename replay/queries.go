@@ -12,7 +12,8 @@ SELECT status FROM herald.deliveries WHERE message_id = $1 AND endpoint_id = $2 
 
 	// requeueDelivery creates the (message, endpoint) delivery or sets an
 	// existing one that is not pending back to pending with a fresh retry
-	// window and its next generation, which fences out its earlier jobs
+	// window and schedule (its attempts so far no longer count towards
+	// either) and its next generation, which fences out its earlier jobs
 	// (see delivery.Args.Generation). It returns the delivery and its
 	// generation; no row comes back for a delivery that is already pending.
 	requeueDelivery = `
@@ -20,6 +21,7 @@ INSERT INTO herald.deliveries (id, message_id, endpoint_id, tenant_id, status)
 VALUES ($1, $2, $3, $4, 'pending')
 ON CONFLICT (message_id, endpoint_id) DO UPDATE
 SET status = 'pending', generation = herald.deliveries.generation + 1,
+    attempts_before_requeue = herald.deliveries.attempt_count,
     first_attempt_at = NULL, next_attempt_at = NULL, completed_at = NULL, updated_at = now()
 WHERE herald.deliveries.status <> 'pending'
 RETURNING id, generation`
@@ -79,7 +81,7 @@ SELECT $1, unnest($2::uuid[]) ON CONFLICT DO NOTHING`
 	// batch that exist and are not pending.
 	requeueBatch = `
 UPDATE herald.deliveries
-SET status = 'pending', generation = generation + 1,
+SET status = 'pending', generation = generation + 1, attempts_before_requeue = attempt_count,
     first_attempt_at = NULL, next_attempt_at = NULL, completed_at = NULL, updated_at = now()
 WHERE id = ANY($1) AND status <> 'pending'
 RETURNING id, generation`

@@ -1,0 +1,14 @@
+-- A requeue starts a delivery's retry schedule again.
+--
+-- attempt_count counts every attempt a delivery ever made (the attempts rows
+-- are numbered 1 to attempt_count), but the retry schedule counts only those
+-- since the delivery was last resent or replayed: a requeue clears
+-- first_attempt_at, which starts a fresh window, and sets
+-- attempts_before_requeue to attempt_count, which starts a fresh schedule.
+-- The schedule's attempt number is attempt_count - attempts_before_requeue + 1.
+-- Before, a delivery resent after its window was spent kept its count, and
+-- its first retry could wait uniform(0, 10 h) instead of uniform(0, 5 s).
+--
+-- 0 is right for every existing delivery that was never requeued, and keeps
+-- the earlier schedule of one that was: no row needs rewriting.
+ALTER TABLE herald.deliveries ADD COLUMN attempts_before_requeue integer NOT NULL DEFAULT 0;
