@@ -35,8 +35,6 @@ func (s *Server) domainProblem(err error) *Problem {
 			"this endpoint's signing secret was encrypted under a different HERALD_SECRET_KEY than the server has now; the operator must restore the key it was written with, or the endpoint must be deleted and created again")
 	case errors.Is(err, auth.ErrTenantNotFound):
 		return notFound("the tenant")
-	case errors.Is(err, replay.ErrPending):
-		return conflict("this delivery is already pending: Herald is sending it or waiting to retry it; resend it once it has succeeded or failed")
 	case errors.Is(err, replay.ErrEndpointDisabled):
 		return conflict("the endpoint is disabled; enable it (POST …/endpoints/{endpointID}/enable) and try again")
 	case errors.Is(err, replay.ErrNotFound):

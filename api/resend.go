@@ -19,7 +19,9 @@ type resendResponse struct {
 	PreviousStatus deliverystatus.Status `json:"previous_status,omitempty"`
 }
 
-// resend is POST /v1/tenants/{tenantID}/messages/{messageID}/endpoints/{endpointID}/resend.
+// resend is POST /v1/tenants/{tenantID}/messages/{messageID}/endpoints/{endpointID}/resend:
+// the delivery is sent again now, whatever its status; a pending one's next
+// attempt is brought forward (replay.ResendTx).
 func (s *Server) resend(w http.ResponseWriter, r *http.Request) error {
 	m, err := s.message(r)
 	if err != nil {

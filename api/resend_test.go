@@ -23,8 +23,11 @@ func TestResendTestEventAndReplayRoutes(t *testing.T) {
 	got := resp.JSON(t)
 	require.Equal(t, d.String(), got["delivery_id"])
 	require.Equal(t, "failed", got["previous_status"])
-	p := b.do(t, b.acme, "POST", path, nil).Problem(t, http.StatusConflict)
-	require.Contains(t, p.Detail, "already pending")
+	resp = b.do(t, b.acme, "POST", path, nil)
+	require.Equal(t, http.StatusAccepted, resp.Status, "a pending delivery is resent too, at once: %s", resp.Body)
+	got = resp.JSON(t)
+	require.Equal(t, d.String(), got["delivery_id"])
+	require.Equal(t, "pending", got["previous_status"])
 
 	var test messageView
 	resp = b.do(t, b.acme, "POST", "/v1/tenants/acme/endpoints/"+e.ID+"/test", nil)
@@ -59,7 +62,7 @@ func TestResendTestEventAndReplayRoutes(t *testing.T) {
 
 	// Nothing works the queue in this test, so the jobs wait there.
 	metrics := string(b.do(t, "", "GET", "/metrics", nil).Body)
-	require.Contains(t, metrics, `herald_queue_jobs{queue="deliveries",state="available"} 3`, "resend, test event and replay")
+	require.Contains(t, metrics, `herald_queue_jobs{queue="deliveries",state="available"} 4`, "two resends, test event and replay")
 
 	b.do(t, b.acme, "POST", "/v1/tenants/acme/endpoints/"+e.ID+"/disable", nil)
 	b.do(t, b.acme, "POST", replays, map[string]any{"since": time.Now().Add(-time.Hour)}).Problem(t, http.StatusConflict)

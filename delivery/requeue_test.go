@@ -269,6 +269,75 @@ func TestRequeueStartsTheScheduleAgain(t *testing.T) {
 	}
 }
 
+// A delivery's attempt failed and its job sleeps until a retry up to an hour
+// away; its owner, having fixed the endpoint, resends it. The resend goes out
+// at once, and the sleeping job, when its time comes, sends nothing.
+func TestResendOfPendingDeliveryTriesNow(t *testing.T) {
+	t.Parallel()
+	b, ctx := setupStepped(t, delivery.Config{Policy: hourly})
+	r := webhooktest.NewReceiver(t, webhooktest.Status(http.StatusInternalServerError, http.StatusOK))
+	endpoint := b.endpoint(t, ctx, r.URL)
+	message := b.message(t, ctx)
+	id := b.pendingDelivery(t, ctx, message, endpoint)
+	old, err := b.worker.Work(ctx, t, b.tx, delivery.Args{DeliveryID: id, EndpointID: endpoint}, nil)
+	require.NoError(t, err)
+	require.Equal(t, river.EventKindJobSnoozed, old.EventKind)
+
+	b.requeue(t, ctx, b.jobs, "resend", message, endpoint)
+	d := b.delivery(t, ctx, id)
+	require.Equal(t, "pending", d.Status)
+	require.False(t, d.NextAttemptAt.After(time.Now()), "the next attempt is due now")
+	result, err := b.worker.WorkJob(ctx, t, b.tx, b.requeuedJob(t, ctx, id))
+	require.NoError(t, err)
+	require.Equal(t, river.EventKindJobCompleted, result.EventKind)
+	require.Equal(t, 2, r.Count(), "the resend was sent at once")
+	require.Equal(t, "succeeded", b.delivery(t, ctx, id).Status)
+
+	b.clock.Set(old.Job.ScheduledAt)
+	woken, err := b.worker.WorkJob(ctx, t, b.tx, old.Job)
+	require.NoError(t, err)
+	require.Equal(t, river.EventKindJobCompleted, woken.EventKind)
+	require.Equal(t, 2, r.Count(), "the job that slept until the retry sent nothing")
+	require.Equal(t, []string{"scheduled", "manual"}, b.triggers(t, ctx, id))
+}
+
+// A resend while the delivery's attempt is in flight: that attempt's job
+// records nothing (its delivery moved to the next generation meanwhile), and
+// the resend's job sends the delivery and records it. The receiver got two
+// requests with one webhook-id, which it dedupes.
+func TestResendDuringAnAttemptIsRecordedOnce(t *testing.T) {
+	t.Parallel()
+	b, ctx := setup(t, delivery.Config{Policy: fast})
+	message := b.message(t, ctx)
+	var endpoint uuid.UUID
+	r := webhooktest.NewReceiver(t, func(n int, w http.ResponseWriter, _ *http.Request) {
+		if n == 1 {
+			err := pgx.BeginFunc(ctx, b.pool, func(tx pgx.Tx) error {
+				_, err := replay.ResendTx(ctx, tx, b.client, message, endpoint)
+				return err
+			})
+			if err != nil {
+				t.Errorf("resend during the attempt: %v", err)
+			}
+		}
+		w.WriteHeader(http.StatusOK)
+	})
+	endpoint = b.endpoint(t, ctx, r.URL)
+	id := b.enqueue(t, ctx, message, endpoint)
+
+	require.Eventually(t, func() bool {
+		var unfinished, all int
+		require.NoError(t, b.pool.QueryRow(ctx, `SELECT count(*) FILTER (WHERE state <> 'completed'), count(*) FROM herald.river_job
+WHERE kind = $1 AND (args->>'delivery_id')::uuid = $2`, delivery.Kind, id).Scan(&unfinished, &all))
+		return all == 2 && unfinished == 0
+	}, 20*time.Second, 20*time.Millisecond, "both jobs end")
+	d := b.delivery(t, ctx, id)
+	require.Equal(t, "succeeded", d.Status)
+	require.Equal(t, 1, d.AttemptCount, "only the resend's attempt is recorded")
+	require.Equal(t, []string{"manual"}, b.triggers(t, ctx, id))
+	require.Equal(t, 2, r.Count())
+}
+
 // triggerOf is the trigger the attempts of a requeue record.
 func triggerOf(how string) string {
 	if how == "resend" {

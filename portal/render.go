@@ -128,8 +128,7 @@ var flashes = map[string]string{
 	"deleted":  "Endpoint deleted.",
 	"rotated":  "Secret rotated. The new secret is below; the old one stays valid for the grace period you chose.",
 	"tested":   "Test event queued. It appears in the recent deliveries below within a few seconds.",
-	"resent":   "Resend queued. The new attempt appears below within a few seconds.",
-	"pending":  "This delivery is already queued; its next attempt is shown below. Nothing was sent twice.",
+	"resent":   "Resend queued. It goes out now, with a fresh retry window; the new attempt appears below within a few seconds.",
 }
 
 func flash(r *http.Request) string {

@@ -63,8 +63,9 @@ type progressJSON struct {
 	Completed bool `json:"completed"`
 }
 
-// resend queues one more attempt of a delivery, with the trigger "manual"
-// and the message's webhook-id.
+// resend queues one more attempt of a delivery, due now, with the trigger
+// "manual" and the message's webhook-id; a pending delivery's next attempt
+// is brought forward.
 func (p *Portal) resend(w http.ResponseWriter, r *http.Request, s *session) error {
 	ctx := r.Context()
 	id, err := parseID(r, "id")
@@ -84,9 +85,6 @@ func (p *Portal) resend(w http.ResponseWriter, r *http.Request, s *session) erro
 	})
 	back := Path + "/messages/" + d.MessageID.String()
 	switch {
-	case errors.Is(err, replay.ErrPending):
-		redirectDone(w, r, back, "pending")
-		return nil
 	case errors.Is(err, replay.ErrEndpointDisabled):
 		return errEndpointDisabled
 	case errors.Is(err, replay.ErrNotFound):

@@ -10,7 +10,7 @@ import (
 	"github.com/stretchr/testify/require"
 )
 
-func TestResendQueuesOnceAndSaysSo(t *testing.T) {
+func TestResendQueuesAndSaysSo(t *testing.T) {
 	t.Parallel()
 	b := setup(t)
 	f := b.fixture(t, "acme")
@@ -27,8 +27,8 @@ func TestResendQueuesOnceAndSaysSo(t *testing.T) {
 
 	resp = br.post(path, url.Values{"csrf": {token}})
 	require.Equal(t, http.StatusSeeOther, resp.StatusCode, resp.body)
-	require.Equal(t, "/portal/messages/"+f.message.String()+"?done=pending", resp.Header.Get("Location"), "a pending delivery is not queued twice")
-	require.Contains(t, br.get(resp.Header.Get("Location")).body, "already queued")
+	require.Equal(t, "/portal/messages/"+f.message.String()+"?done=resent", resp.Header.Get("Location"), "a pending delivery is resent at once")
+	require.Contains(t, br.get(resp.Header.Get("Location")).body, "goes out now")
 }
 
 func TestTestEventGoesToTheEndpointOnly(t *testing.T) {

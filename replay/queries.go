@@ -10,20 +10,19 @@ WHERE m.id = $1 AND e.id = $2`
 	lockDelivery = `
 SELECT status FROM herald.deliveries WHERE message_id = $1 AND endpoint_id = $2 FOR UPDATE`
 
-	// requeueDelivery creates the (message, endpoint) delivery or sets an
-	// existing one that is not pending back to pending with a fresh retry
-	// window and schedule (its attempts so far no longer count towards
-	// either) and its next generation, which fences out its earlier jobs
-	// (see delivery.Args.Generation). It returns the delivery and its
-	// generation; no row comes back for a delivery that is already pending.
+	// requeueDelivery creates the (message, endpoint) delivery, or requeues
+	// the existing one, pending or not: sets it pending and due now, with a
+	// fresh retry window and schedule (its attempts so far no longer count
+	// towards either), in its next generation, which fences out its earlier
+	// jobs (see delivery.Args.Generation). It returns the delivery and its
+	// generation.
 	requeueDelivery = `
 INSERT INTO herald.deliveries (id, message_id, endpoint_id, tenant_id, status)
 VALUES ($1, $2, $3, $4, 'pending')
 ON CONFLICT (message_id, endpoint_id) DO UPDATE
 SET status = 'pending', generation = herald.deliveries.generation + 1,
     attempts_before_requeue = herald.deliveries.attempt_count,
-    first_attempt_at = NULL, next_attempt_at = NULL, completed_at = NULL, updated_at = now()
-WHERE herald.deliveries.status <> 'pending'
+    first_attempt_at = NULL, next_attempt_at = now(), completed_at = NULL, updated_at = now()
 RETURNING id, generation`
 
 	markDispatched = `UPDATE herald.messages SET dispatched_at = $2 WHERE id = $1 AND dispatched_at IS NULL`
@@ -77,12 +76,12 @@ LIMIT $7`
 INSERT INTO herald.replay_deliveries (replay_id, delivery_id)
 SELECT $1, unnest($2::uuid[]) ON CONFLICT DO NOTHING`
 
-	// requeueBatch is requeueDelivery for the deliveries $1 of a replay
-	// batch that exist and are not pending.
+	// requeueBatch requeues, as requeueDelivery does, the deliveries $1 of
+	// a replay batch that are not pending.
 	requeueBatch = `
 UPDATE herald.deliveries
 SET status = 'pending', generation = generation + 1, attempts_before_requeue = attempt_count,
-    first_attempt_at = NULL, next_attempt_at = NULL, completed_at = NULL, updated_at = now()
+    first_attempt_at = NULL, next_attempt_at = now(), completed_at = NULL, updated_at = now()
 WHERE id = ANY($1) AND status <> 'pending'
 RETURNING id, generation`
 

@@ -121,9 +121,12 @@ func TestResendQueuesOneManualAttempt(t *testing.T) {
 	require.Equal(t, 1, current, "a requeue moves the delivery to its next generation")
 	require.Equal(t, []int{1}, queued, "the resend's job is of that generation")
 
-	_, err = b.resend(t, msg, b.endpoint)
-	require.ErrorIs(t, err, replay.ErrPending, "a pending delivery is not queued twice")
-	require.Len(t, b.queued(t, d), 1)
+	r, err = b.resend(t, msg, b.endpoint)
+	require.NoError(t, err, "resending a pending delivery tries it now")
+	require.Equal(t, replay.Resent{DeliveryID: d, PreviousStatus: "pending"}, r)
+	current, queued = b.generations(t, d)
+	require.Equal(t, 2, current)
+	require.Equal(t, []int{1, 2}, queued, "the first resend's job is fenced out by the second's generation")
 
 	// A message never delivered to the endpoint gets its first delivery.
 	fresh, _ := b.message(t, "acme", time.Now(), "")
@@ -140,6 +143,35 @@ func TestResendQueuesOneManualAttempt(t *testing.T) {
 	done, _ := b.message(t, "acme", time.Now(), "succeeded")
 	_, err = b.resend(t, done, b.endpoint)
 	require.ErrorIs(t, err, replay.ErrEndpointDisabled)
+}
+
+// A pending delivery waiting hours for its next retry is resent: it is due
+// now, with a fresh window and schedule, and the resend's job is of its next
+// generation, so the job asleep until the retry finds nothing to do.
+func TestResendOfPendingDeliveryTriesNow(t *testing.T) {
+	t.Parallel()
+	b := setup(t)
+	msg, d := b.message(t, "acme", time.Now().Add(-2*time.Hour), "pending")
+	b.exec(t, "UPDATE herald.deliveries SET attempt_count = 6, next_attempt_at = now() + interval '10 hours' WHERE id = $1", d)
+
+	r, err := b.resend(t, msg, b.endpoint)
+	require.NoError(t, err)
+	require.Equal(t, replay.Resent{DeliveryID: d, PreviousStatus: "pending"}, r)
+	var (
+		next, first *time.Time
+		before      int
+	)
+	require.NoError(t, b.pool.QueryRow(b.ctx, `SELECT next_attempt_at, first_attempt_at, attempts_before_requeue
+FROM herald.deliveries WHERE id = $1`, d).Scan(&next, &first, &before))
+	require.NotNil(t, next)
+	require.False(t, next.After(time.Now()), "the next attempt is due now, not at %s", next)
+	require.Nil(t, first, "a fresh window")
+	require.Equal(t, 6, before, "a fresh schedule")
+	require.Equal(t, "pending", b.status(t, d))
+	require.Equal(t, []string{"manual"}, b.queued(t, d))
+	current, queued := b.generations(t, d)
+	require.Equal(t, 1, current)
+	require.Equal(t, []int{1}, queued)
 }
 
 func (b *testBundle) start(t *testing.T, p replay.Params) replay.Replay {

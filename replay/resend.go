@@ -21,10 +21,6 @@ type Inserter interface {
 	InsertManyTx(ctx context.Context, tx pgx.Tx, params []river.InsertManyParams) ([]*rivertype.JobInsertResult, error)
 }
 
-// ErrPending means the delivery is already queued or waiting for a retry;
-// sending it again would send it twice.
-var ErrPending = errors.New("the delivery is already pending")
-
 // ErrEndpointDisabled means the endpoint does not receive deliveries until
 // it is enabled again.
 var ErrEndpointDisabled = errors.New("the endpoint is disabled")
@@ -36,20 +32,27 @@ var ErrNotFound = errors.New("message or endpoint not found")
 // Resent describes the delivery a resend queued.
 type Resent struct {
 	DeliveryID uuid.UUID
-	// PreviousStatus is the delivery's status before the resend; empty when
-	// the message had never been delivered to the endpoint.
+	// PreviousStatus is the delivery's status before the resend: pending
+	// when it was waiting for a retry or being sent; empty when the message
+	// had never been delivered to the endpoint.
 	PreviousStatus deliverystatus.Status
 }
 
-// ResendTx queues one new attempt of message to endpoint in tx, recorded
-// with the trigger "manual" and the message's webhook-id. A message that
-// was never delivered to the endpoint (it did not subscribe, or did not
-// exist yet) gets its first delivery. The delivery gets a full retry
-// window again should the attempt fail.
+// ResendTx queues one new attempt of message to endpoint in tx, due now,
+// recorded with the trigger "manual" and the message's webhook-id. A
+// message that was never delivered to the endpoint (it did not subscribe,
+// or did not exist yet) gets its first delivery. The delivery gets a full
+// retry window and schedule again should the attempt fail.
+//
+// A pending delivery is resent too: its next attempt, maybe hours away, is
+// brought forward to now. The resend moves the delivery to its next
+// generation, so the job that was waiting for the retry ends without
+// sending when it wakes; an attempt in flight at that moment completes but
+// is not recorded, and the receiver dedupes it with the resend by
+// webhook-id.
 //
 // It returns ErrNotFound when either does not exist or they belong to
-// different tenants, ErrEndpointDisabled for a disabled endpoint and
-// ErrPending for a delivery already pending.
+// different tenants, and ErrEndpointDisabled for a disabled endpoint.
 func ResendTx(ctx context.Context, tx pgx.Tx, jobs Inserter, messageID, endpointID uuid.UUID) (Resent, error) {
 	fail := func(err error) (Resent, error) {
 		return Resent{}, fmt.Errorf("resend message %s to endpoint %s: %w", messageID, endpointID, err)
@@ -77,17 +80,14 @@ func ResendTx(ctx context.Context, tx pgx.Tx, jobs Inserter, messageID, endpoint
 	if err != nil && !errors.Is(err, pgx.ErrNoRows) {
 		return fail(err)
 	}
-	if r.PreviousStatus == deliverystatus.Pending {
-		return fail(ErrPending)
-	}
 	var generation int
 	if err := tx.QueryRow(ctx, requeueDelivery, newID, messageID, endpointID, tenantID).Scan(&r.DeliveryID, &generation); err != nil {
-		// A concurrent first resend of a never-delivered message that
-		// committed meanwhile leaves the delivery pending: no row.
-		if errors.Is(err, pgx.ErrNoRows) {
-			return fail(ErrPending)
-		}
 		return fail(err)
+	}
+	if r.PreviousStatus == "" && generation > 0 {
+		// A concurrent first resend of a never-delivered message committed
+		// its delivery, pending, after the lock found none.
+		r.PreviousStatus = deliverystatus.Pending
 	}
 	args := delivery.Args{DeliveryID: r.DeliveryID, EndpointID: endpointID, Trigger: delivery.TriggerManual, Generation: generation}
 	if _, err := jobs.InsertTx(ctx, tx, args, nil); err != nil {
