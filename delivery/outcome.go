@@ -5,6 +5,7 @@ import (
 	"net/http"
 	"time"
 
+	"github.com/heraldhq/herald/internal/sanitize"
 	"github.com/heraldhq/herald/schedule"
 )
 
@@ -49,7 +50,8 @@ type Outcome struct {
 	// RetryAt is when the next attempt runs; set only for Retry.
 	RetryAt time.Time
 	// Problem says in a sentence what went wrong ("HTTP 503 Service
-	// Unavailable", "timed out after 15s"); empty for Succeeded.
+	// Unavailable", "timed out after 15s"); empty for Succeeded. It is
+	// storable text of at most MaxErrorStored bytes (see package sanitize).
 	Problem string
 }
 
@@ -108,10 +110,13 @@ func throttles(status int) bool {
 	return false
 }
 
-// describe words a failed result for attempts.error and deliveries.last_error.
+// describe words a failed result for attempts.error and deliveries.last_error,
+// storable and at most MaxErrorStored bytes: an error's text quotes what the
+// network sent (a certificate's names, a resolver's answer), which may hold
+// bytes Postgres refuses (see package sanitize).
 func describe(res Result) string {
 	if res.Err != nil {
-		return res.Err.Error()
+		return sanitize.Text(res.Err.Error(), MaxErrorStored)
 	}
 	text := fmt.Sprintf("HTTP %d %s", res.StatusCode, http.StatusText(res.StatusCode))
 	if res.StatusCode >= 300 && res.StatusCode <= 399 {
@@ -121,5 +126,5 @@ func describe(res Result) string {
 		}
 		text += ")"
 	}
-	return text
+	return sanitize.Text(text, MaxErrorStored)
 }

@@ -52,6 +52,9 @@ func TestDecide(t *testing.T) {
 			retry: retryIn{0, 10 * time.Second}, wantProblem: "timed out after 15s"},
 		{name: "network error retries", res: Result{Err: errors.New("dial tcp 127.0.0.1:9: connect: connection refused")}, attempt: 4, now: within, want: Retry,
 			retry: retryIn{0, 80 * time.Second}, wantProblem: "dial tcp 127.0.0.1:9: connect: connection refused"},
+		{name: "an error is worded as storable text", res: Result{Err: errors.New("x509: certificate is valid for herald\x00.example\xff, not localhost")},
+			attempt: 1, now: within, want: Retry, retry: retryIn{0, 10 * time.Second},
+			wantProblem: "x509: certificate is valid for herald\uFFFD.example\uFFFD, not localhost"},
 		{name: "429 honours Retry-After seconds", res: Result{StatusCode: 429, RetryAfter: "120"}, attempt: 1, now: within, want: Retry,
 			retry: retryIn{120 * time.Second, 120*time.Second + 1}},
 		{name: "503 honours Retry-After", res: Result{StatusCode: 503, RetryAfter: "2"}, attempt: 1, now: within, want: Retry,
@@ -110,28 +113,4 @@ func TestDecideUsesTheDefaultPolicy(t *testing.T) {
 	require.Equal(t, Retry, o.Verdict)
 	o = Decide(Result{StatusCode: 500}, 1, first, first.Add(schedule.DefaultWindow), schedule.Policy{})
 	require.Equal(t, Exhausted, o.Verdict, "the default window is 3 days")
-}
-
-func TestExcerpt(t *testing.T) {
-	t.Parallel()
-
-	tests := []struct {
-		name  string
-		in    string
-		limit int
-		want  string
-	}{
-		{"short text is kept", "ok", 10, "ok"},
-		{"long text is cut", "abcdef", 4, "abcd"},
-		{"a character is not split", "aé", 2, "a"},
-		{"NUL bytes are removed", "a\x00b", 10, "ab"},
-		{"invalid UTF-8 is replaced", "a\xffb", 10, "a\uFFFDb"},
-		{"a replacement is not split", "\xff\xff", 2, ""},
-	}
-	for _, tt := range tests {
-		t.Run(tt.name, func(t *testing.T) {
-			t.Parallel()
-			require.Equal(t, tt.want, excerpt([]byte(tt.in), tt.limit))
-		})
-	}
 }

@@ -11,20 +11,27 @@ import (
 	"net/url"
 	"strings"
 	"time"
-	"unicode/utf8"
 
 	"github.com/google/uuid"
 
+	"github.com/heraldhq/herald/internal/sanitize"
 	"github.com/heraldhq/herald/signing"
 )
 
-// Limits on what Herald keeps of a response.
+// Limits on what Herald keeps of a response. Everything stored of it goes
+// through sanitize.Text, which cuts longer text and marks the cut.
 const (
 	// MaxResponseRead is how much of a response body is read; the rest is
 	// discarded with the connection.
 	MaxResponseRead = 64 << 10
 	// MaxResponseStored is how much of the body is stored on the attempt.
 	MaxResponseStored = 4 << 10
+	// MaxErrorStored bounds the error stored on an attempt and as its
+	// delivery's last_error.
+	MaxErrorStored = 2 << 10
+	// MaxHeaderStored bounds each request header value stored on an
+	// attempt.
+	MaxHeaderStored = 4 << 10
 )
 
 // maxLocationStored bounds the redirect target quoted in an error.
@@ -80,7 +87,7 @@ func (w *Worker) send(ctx context.Context, d loaded) (a attempt) {
 	}
 	a.headers = make(map[string]string, len(req.Header))
 	for name := range req.Header {
-		a.headers[strings.ToLower(name)] = req.Header.Get(name)
+		a.headers[strings.ToLower(name)] = sanitize.Text(req.Header.Get(name), MaxHeaderStored)
 	}
 
 	resp, err := w.client.Do(req)
@@ -95,9 +102,9 @@ func (w *Worker) send(ctx context.Context, d loaded) (a attempt) {
 	a.result.StatusCode = resp.StatusCode
 	a.result.RetryAfter = resp.Header.Get("Retry-After")
 	if resp.StatusCode >= 300 && resp.StatusCode <= 399 {
-		a.result.Location = excerpt([]byte(resp.Header.Get("Location")), maxLocationStored)
+		a.result.Location = sanitize.Text(resp.Header.Get("Location"), maxLocationStored)
 	}
-	a.excerpt = excerpt(read, MaxResponseStored)
+	a.excerpt = sanitize.Text(string(read), MaxResponseStored)
 	return a
 }
 
@@ -118,18 +125,4 @@ func unwrapURLError(err error) error {
 		return urlErr.Err
 	}
 	return err
-}
-
-// excerpt returns at most limit bytes of b as text Postgres accepts: valid
-// UTF-8 without NUL bytes, cut at a character boundary.
-func excerpt(b []byte, limit int) string {
-	s := strings.ReplaceAll(strings.ToValidUTF8(string(b), "\uFFFD"), "\x00", "")
-	if len(s) <= limit {
-		return s
-	}
-	cut := limit
-	for cut > 0 && !utf8.RuneStart(s[cut]) {
-		cut--
-	}
-	return s[:cut]
 }

@@ -12,6 +12,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/heraldhq/herald/delivery"
+	"github.com/heraldhq/herald/internal/sanitize"
 	"github.com/heraldhq/herald/internal/webhooktest"
 	"github.com/heraldhq/herald/signing"
 	"github.com/heraldhq/herald/store"
@@ -65,7 +66,10 @@ func TestWorkerSendsSignedWebhook(t *testing.T) {
 	require.Equal(t, "succeeded", a.Outcome)
 	require.Equal(t, 200, *a.StatusCode)
 	require.Nil(t, a.Error)
-	require.Equal(t, large[:delivery.MaxResponseStored], a.Excerpt, "the first 4 KiB of the response are stored")
+	require.LessOrEqual(t, len(a.Excerpt), delivery.MaxResponseStored, "at most 4 KiB of the response are stored")
+	require.True(t, strings.HasSuffix(a.Excerpt, sanitize.Marker), "a cut excerpt is marked")
+	require.True(t, strings.HasPrefix(large, strings.TrimSuffix(a.Excerpt, sanitize.Marker)), "the excerpt is the response's start")
+	require.Greater(t, len(a.Excerpt), delivery.MaxResponseStored-len(sanitize.Marker)-len("é"))
 	require.WithinDuration(t, req.Received, a.StartedAt, 5*time.Second)
 	require.Equal(t, *d.FirstAttemptAt, a.StartedAt)
 	for _, name := range []string{"webhook-id", "webhook-timestamp", "webhook-signature", "content-type", "user-agent"} {
