@@ -18,8 +18,11 @@ const Kind = "herald.delivery"
 // not bound the delivery's HTTP attempts: a failed HTTP attempt is recorded
 // and the job snoozes until the retry, which River does not count as an
 // attempt, so the retry window of the schedule alone decides when a delivery
-// is exhausted.
-const MaxJobAttempts = 25
+// is exhausted. Under JobRetryPolicy 100 attempts take at least 3.8 hours of
+// continuous errors, so a brownout of an hour or two discards no job; the
+// dispatcher's reconciler gives a delivery whose job was discarded anyway a
+// new one.
+const MaxJobAttempts = 100
 
 // Trigger says why an attempt runs; it is recorded on the attempt.
 type Trigger string

@@ -180,6 +180,7 @@ func New(cfg Config) (*Dispatcher, error) {
 		JobTimeout:           worker.JobTimeout(),
 		RescueStuckJobsAfter: rescueAfter,
 		MaxAttempts:          delivery.MaxJobAttempts,
+		RetryPolicy:          delivery.JobRetryPolicy{},
 		FetchCooldown:        FetchCooldown,
 		FetchPollInterval:    max(min(pollInterval, JobPollInterval), FetchCooldown),
 		Logger:               logger,
