@@ -107,6 +107,14 @@ type Config struct {
 	// timeout (twice the HTTP timeout). Defaults to 3 minutes. Zero
 	// means the default.
 	RescueStuckJobsAfter time.Duration
+	// ReconcileInterval is how often the reconciler runs: one dispatcher
+	// (River's leader) schedules a pass, which looks for pending deliveries
+	// whose job ended without settling them (River discarded it after
+	// delivery.MaxJobAttempts errors, or it was cancelled) and gives each
+	// an ordinary delivery job; see DefaultReconcileInterval. It is also the
+	// longest such a delivery waits. Defaults to 1 minute. Zero means the
+	// default.
+	ReconcileInterval time.Duration
 	// ShutdownGrace is how long Run lets in-flight attempts finish once its
 	// context is cancelled; then their requests are cancelled and River
 	// runs those jobs again later. Defaults to 30 s. Zero means the
@@ -136,8 +144,8 @@ func New(cfg Config) (*Dispatcher, error) {
 	if cfg.Pool == nil {
 		return nil, errors.New("dispatcher: Config.Pool is nil; pass the database pool")
 	}
-	if cfg.Workers < 0 || cfg.BatchSize < 0 || cfg.PollInterval < 0 || cfg.RescueStuckJobsAfter < 0 || cfg.ShutdownGrace < 0 {
-		return nil, errors.New("dispatcher: Workers, BatchSize, PollInterval, RescueStuckJobsAfter and ShutdownGrace must not be negative; zero means the default")
+	if cfg.Workers < 0 || cfg.BatchSize < 0 || cfg.PollInterval < 0 || cfg.RescueStuckJobsAfter < 0 || cfg.ReconcileInterval < 0 || cfg.ShutdownGrace < 0 {
+		return nil, errors.New("dispatcher: Workers, BatchSize, PollInterval, RescueStuckJobsAfter, ReconcileInterval and ShutdownGrace must not be negative; zero means the default")
 	}
 	logger := cmp.Or(cfg.Logger, slog.Default())
 	deliveryCfg := cfg.Delivery
@@ -173,6 +181,16 @@ func New(cfg Config) (*Dispatcher, error) {
 	if err := river.AddWorkerSafely(workers, replay.NewWorker(cfg.Pool, 0, logger)); err != nil {
 		return nil, fmt.Errorf("dispatcher: %w", err)
 	}
+	// The reconciler runs there too; River's leader schedules it.
+	reconcile := &reconciler{pool: cfg.Pool, logger: logger, timeout: worker.JobTimeout()}
+	if err := river.AddWorkerSafely(workers, reconcile); err != nil {
+		return nil, fmt.Errorf("dispatcher: %w", err)
+	}
+	periodic := []*river.PeriodicJob{river.NewPeriodicJob(
+		river.PeriodicInterval(cmp.Or(cfg.ReconcileInterval, DefaultReconcileInterval)),
+		func() (river.JobArgs, *river.InsertOpts) { return reconcileArgs{}, nil },
+		&river.PeriodicJobOpts{RunOnStart: true},
+	)}
 	client, err := river.NewClient(riverpgxv5.New(cfg.Pool), &river.Config{
 		Schema:               migrations.Schema,
 		Queues:               map[string]river.QueueConfig{delivery.Queue: {MaxWorkers: cmp.Or(cfg.Workers, DefaultWorkers)}},
@@ -181,6 +199,7 @@ func New(cfg Config) (*Dispatcher, error) {
 		RescueStuckJobsAfter: rescueAfter,
 		MaxAttempts:          delivery.MaxJobAttempts,
 		RetryPolicy:          delivery.JobRetryPolicy{},
+		PeriodicJobs:         periodic,
 		FetchCooldown:        FetchCooldown,
 		FetchPollInterval:    max(min(pollInterval, JobPollInterval), FetchCooldown),
 		Logger:               logger,

@@ -1,5 +1,7 @@
 package dispatcher
 
+import "github.com/heraldhq/herald/delivery"
+
 // The SQL of the fan-out.
 const (
 	// claimMessages takes up to $1 undispatched messages that no other
@@ -35,4 +37,63 @@ ORDER BY c.created_at, c.id, e.id`
 SELECT * FROM unnest($1::uuid[], $2::uuid[], $3::uuid[], $4::text[], $5::text[])
 ON CONFLICT (message_id, endpoint_id) DO NOTHING
 RETURNING id, endpoint_id, status`
+)
+
+// The SQL of the reconciler (see reconcile.go). The job kinds are spliced in
+// as literals, not passed as parameters: Postgres uses the partial index
+// river_job_live_delivery (migrations/0013_reconciler.sql) only for a query
+// whose WHERE names its kind, and a generic plan knows no parameter's value.
+const (
+	// readCursor returns where the last pass got to and the database's
+	// time, which this pass reaches at most.
+	readCursor = `SELECT examined_until, now() FROM herald.reconciler`
+
+	// advanceCursor records that every delivery job that ended before $1
+	// has been examined; it never moves back, so a slower pass running
+	// alongside does not undo a faster one.
+	advanceCursor = `UPDATE herald.reconciler SET examined_until = greatest(examined_until, $1)`
+
+	// endedDeliveryJobs returns up to $3 delivery jobs that ended without
+	// completing (cancelled or discarded) after ($1, $2) in (finalized_at,
+	// id) order, with their args. One ordered scan of River's index on
+	// (state, finalized_at) per state, merged: a scan of both states at
+	// once would read and sort every match to return the first $3.
+	endedDeliveryJobs = `SELECT id, finalized_at, kind, args FROM (
+    (SELECT j.id, j.finalized_at, j.kind, j.args FROM herald.river_job j
+     WHERE j.state = 'cancelled' AND j.finalized_at >= $1 AND (j.finalized_at, j.id) > ($1, $2)` + deliveryKinds + `
+     ORDER BY j.finalized_at, j.id LIMIT $3)
+    UNION ALL
+    (SELECT j.id, j.finalized_at, j.kind, j.args FROM herald.river_job j
+     WHERE j.state = 'discarded' AND j.finalized_at >= $1 AND (j.finalized_at, j.id) > ($1, $2)` + deliveryKinds + `
+     ORDER BY j.finalized_at, j.id LIMIT $3)
+) ended
+ORDER BY finalized_at, id
+LIMIT $3`
+
+	deliveryKinds = `
+       AND j.kind IN ('` + delivery.Kind + `', '` + delivery.BatchKind + `')`
+
+	// strandedDeliveries returns those of the deliveries $1 that are
+	// pending with no live delivery job (see river_job_live_delivery), in
+	// id order, with their endpoints.
+	strandedDeliveries = `SELECT d.id, d.endpoint_id
+FROM herald.deliveries d
+WHERE d.id = ANY($1) AND d.status = 'pending'
+  AND NOT EXISTS (
+      SELECT FROM herald.river_job j
+      WHERE j.args->>'delivery_id' = d.id::text
+        AND j.kind = '` + delivery.Kind + `' AND j.finalized_at IS NULL)
+ORDER BY d.id`
+
+	// lockPending locks those of the deliveries $1 that are pending, in id
+	// order as every writer of deliveries does.
+	lockPending = `SELECT id FROM herald.deliveries WHERE id = ANY($1) AND status = 'pending' ORDER BY id FOR UPDATE`
+
+	// takeOver makes the deliveries $1 the business of the jobs inserted
+	// with them, as a batch job's hand-off does: a delivery still waiting
+	// for its first attempt in a batch job (no next_attempt_at) is due now,
+	// so that no batch job sends it too.
+	takeOver = `UPDATE herald.deliveries
+SET next_attempt_at = coalesce(next_attempt_at, now()), updated_at = now()
+WHERE id = ANY($1)`
 )

@@ -91,6 +91,7 @@ func run(args []string) error {
 		BatchSize:            s.batchSize,
 		PollInterval:         s.pollInterval,
 		RescueStuckJobsAfter: s.rescueAfter,
+		ReconcileInterval:    s.reconcile,
 		ShutdownGrace:        s.shutdownGrace,
 		Logger:               logger,
 	})

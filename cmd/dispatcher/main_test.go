@@ -218,6 +218,7 @@ func TestBadSettingsAreNamed(t *testing.T) {
 		{env: []string{"HERALD_RETRY_WINDOW=3d"}, want: `HERALD_RETRY_WINDOW="3d" is not a duration; write it like 15s, 3m or 72h`},
 		{args: []string{"--log-format", "xml"}, want: `invalid value "xml" for flag -log-format: want text or json`},
 		{args: []string{"--workers", "0"}, want: "--workers must be at least 1"},
+		{env: []string{"HERALD_RECONCILE_INTERVAL=0s"}, want: "--reconcile-interval must be positive, got 0s"},
 		{args: []string{"--timeout", "2m"}, want: "RescueStuckJobsAfter (3s) must exceed the job timeout (4m0s"},
 		{env: []string{"HERALD_SECRET_KEY="}, want: "HERALD_SECRET_KEY is empty"},
 		{env: []string{"HERALD_DISABLE_AFTER=5d"}, want: `HERALD_DISABLE_AFTER="5d" is not a duration`},
@@ -245,7 +246,7 @@ func TestHelpListsEverySetting(t *testing.T) {
 	require.Contains(t, string(out), fmt.Sprintf("(env HERALD_WORKERS) (default %d)", dispatcher.DefaultWorkers))
 	for _, want := range []string{
 		"HERALD_DATABASE_URL", "HERALD_MIGRATE", "HERALD_MAX_CONNS", "HERALD_LOG_FORMAT", "HERALD_WORKERS", "HERALD_BATCH_SIZE", "HERALD_POLL_INTERVAL", "HERALD_DELIVERY_TIMEOUT",
-		"HERALD_MAX_INFLIGHT_PER_ENDPOINT", "HERALD_RESCUE_STUCK_AFTER", "HERALD_SHUTDOWN_GRACE", "HERALD_RETRY_BASE",
+		"HERALD_MAX_INFLIGHT_PER_ENDPOINT", "HERALD_RESCUE_STUCK_AFTER", "HERALD_RECONCILE_INTERVAL", "HERALD_SHUTDOWN_GRACE", "HERALD_RETRY_BASE",
 		"HERALD_RETRY_CAP", "HERALD_RETRY_WINDOW", "HERALD_MAX_RETRY_AFTER", "HERALD_ALLOW_CIDRS", "HERALD_SECRET_KEY",
 		"HERALD_DISABLE_AFTER", "HERALD_FAILING_WARNING_AFTER", "HERALD_OPS_TENANT",
 	} {

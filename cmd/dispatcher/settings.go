@@ -24,6 +24,7 @@ type settings struct {
 	timeout       time.Duration
 	maxInflight   int
 	rescueAfter   time.Duration
+	reconcile     time.Duration
 	shutdownGrace time.Duration
 	policy        schedule.Policy
 	logFormat     flagenv.LogFormat
@@ -61,6 +62,9 @@ func (s *settings) register(fs *flagenv.FlagSet) {
 	fs.DurationVar(&s.rescueAfter, "rescue-stuck-after", dispatcher.DefaultRescueStuckJobsAfter,
 		"run a delivery again when its dispatcher has not finished it after this long (it died); must exceed twice --timeout")
 	fs.Env("rescue-stuck-after", "HERALD_RESCUE_STUCK_AFTER")
+	fs.DurationVar(&s.reconcile, "reconcile-interval", dispatcher.DefaultReconcileInterval,
+		"how often one dispatcher gives a new job to pending deliveries whose job ended without settling them (discarded, cancelled)")
+	fs.Env("reconcile-interval", "HERALD_RECONCILE_INTERVAL")
 	fs.DurationVar(&s.shutdownGrace, "shutdown-grace", dispatcher.DefaultShutdownGrace,
 		"on SIGTERM, how long attempts in flight may finish before they are cancelled")
 	fs.Env("shutdown-grace", "HERALD_SHUTDOWN_GRACE")
@@ -89,8 +93,8 @@ func (s *settings) check() error {
 		value time.Duration
 	}{
 		{"--poll-interval", s.pollInterval}, {"--timeout", s.timeout}, {"--rescue-stuck-after", s.rescueAfter},
-		{"--shutdown-grace", s.shutdownGrace}, {"--retry-base", s.policy.Base}, {"--retry-cap", s.policy.Cap},
-		{"--retry-window", s.policy.Window},
+		{"--reconcile-interval", s.reconcile}, {"--shutdown-grace", s.shutdownGrace}, {"--retry-base", s.policy.Base},
+		{"--retry-cap", s.policy.Cap}, {"--retry-window", s.policy.Window},
 	}
 	for _, p := range positive {
 		if p.value <= 0 {
