@@ -74,15 +74,17 @@ LIMIT $3`
        AND j.kind IN ('` + delivery.Kind + `', '` + delivery.BatchKind + `')`
 
 	// strandedDeliveries returns those of the deliveries $1 that are
-	// pending with no live delivery job (see river_job_live_delivery), in
-	// id order, with their endpoints.
-	strandedDeliveries = `SELECT d.id, d.endpoint_id
+	// pending with no live delivery job of their generation (see
+	// river_job_live_delivery), in id order, with their endpoints and
+	// generations.
+	strandedDeliveries = `SELECT d.id, d.endpoint_id, d.generation
 FROM herald.deliveries d
 WHERE d.id = ANY($1) AND d.status = 'pending'
   AND NOT EXISTS (
       SELECT FROM herald.river_job j
       WHERE j.args->>'delivery_id' = d.id::text
-        AND j.kind = '` + delivery.Kind + `' AND j.finalized_at IS NULL)
+        AND j.kind = '` + delivery.Kind + `' AND j.finalized_at IS NULL
+        AND coalesce((j.args->>'generation')::int, 0) = d.generation)
 ORDER BY d.id`
 
 	// lockPending locks those of the deliveries $1 that are pending, in id

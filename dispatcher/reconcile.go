@@ -236,7 +236,7 @@ func (r *reconciler) repairStranded(ctx context.Context, client *river.Client[pg
 	params := make([]river.InsertManyParams, len(repairs))
 	repaired := make([]uuid.UUID, len(repairs))
 	for i, s := range repairs {
-		params[i] = river.InsertManyParams{Args: delivery.Args{DeliveryID: s.id, EndpointID: s.endpointID, Trigger: delivery.TriggerScheduled}}
+		params[i] = river.InsertManyParams{Args: delivery.Args{DeliveryID: s.id, EndpointID: s.endpointID, Trigger: delivery.TriggerScheduled, Generation: s.generation}}
 		repaired[i] = s.id
 	}
 	if _, err := client.InsertManyFastTx(ctx, tx, params); err != nil {
@@ -253,9 +253,12 @@ func (r *reconciler) repairStranded(ctx context.Context, client *river.Client[pg
 	return len(repaired), nil
 }
 
-// strandedDelivery is a pending delivery with no live job.
+// strandedDelivery is a pending delivery with no live job of its
+// generation: a job of an earlier one (fenced out by a requeue) sends
+// nothing when it wakes, so it does not count.
 type strandedDelivery struct {
 	id, endpointID uuid.UUID
+	generation     int
 }
 
 // querier is a pool or a transaction.
@@ -274,7 +277,7 @@ func stranded(ctx context.Context, db querier, ids []uuid.UUID) ([]strandedDeliv
 		out []strandedDelivery
 		s   strandedDelivery
 	)
-	_, err = pgx.ForEachRow(rows, []any{&s.id, &s.endpointID}, func() error {
+	_, err = pgx.ForEachRow(rows, []any{&s.id, &s.endpointID, &s.generation}, func() error {
 		out = append(out, s)
 		return nil
 	})

@@ -46,6 +46,33 @@ func TestReconcilerGivesStrandedDeliveryAJob(t *testing.T) {
 	require.Zero(t, b.liveJobs(t, ctx, settled))
 }
 
+// A requeued delivery whose new job was discarded is stranded even though
+// the job of its earlier generation still sleeps: that job is fenced out
+// and would send nothing when it woke, so it does not count as live.
+func TestReconcilerDoesNotCountJobsOfAnEarlierGeneration(t *testing.T) {
+	t.Parallel()
+	b, ctx := setup(t)
+	r := webhooktest.NewReceiver(t, webhooktest.Status(200))
+	endpoint, _ := b.endpoint(t, ctx, tenant, r.URL)
+	jobs := b.inserter(t)
+
+	requeued := b.deliveryRow(t, endpoint, deliverystatus.Pending)
+	_, err := jobs.Insert(ctx, delivery.Args{DeliveryID: requeued, EndpointID: endpoint},
+		&river.InsertOpts{ScheduledAt: time.Now().Add(time.Hour)})
+	require.NoError(t, err)
+	_, err = b.pool.Exec(ctx, "UPDATE herald.deliveries SET generation = 1 WHERE id = $1", requeued)
+	require.NoError(t, err)
+	res, err := jobs.Insert(ctx, delivery.Args{DeliveryID: requeued, EndpointID: endpoint, Generation: 1}, nil)
+	require.NoError(t, err)
+	_, err = b.pool.Exec(ctx, `UPDATE herald.river_job SET state = 'discarded', finalized_at = now() WHERE id = $1`, res.Job.ID)
+	require.NoError(t, err)
+
+	b.start(t, dispatcher.Config{})
+
+	b.waitDelivery(t, ctx, requeued, deliverystatus.Succeeded, 30*time.Second)
+	require.Equal(t, map[string]int{headerID(b.messageOf(t, ctx, requeued)): 1}, webhookIDs(r.Requests()))
+}
+
 // Jobs that end while the dispatcher runs are found by the next pass: a
 // batch job cancelled with its deliveries unsent, a scheduled retry
 // cancelled through River, and a discarded job behind more ended jobs than
