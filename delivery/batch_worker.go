@@ -1,6 +1,7 @@
 package delivery
 
 import (
+	"cmp"
 	"context"
 	"fmt"
 	"sync"
@@ -26,7 +27,11 @@ import (
 // made one job per delivery, so a failing endpoint's deliveries are held
 // back, retried and given up on the usual way. It does the same for an
 // endpoint with a rate limit, which Args jobs keep to, and after sending for
-// half the HTTP timeout, so the job ends within its timeout.
+// half the HTTP timeout, so the job ends within its timeout. A fault on
+// Herald's side (a Fault) is not a failed attempt: the job starts no more
+// attempts, records none for the deliveries it stopped, keeps every
+// delivery it did not send and snoozes for a deferral, as an Args job
+// would.
 //
 // A delivery belongs to its batch job while it has never been requeued
 // (generation 0), never been attempted and has no next_attempt_at
@@ -53,12 +58,13 @@ func (b *BatchWorker) Timeout(*river.Job[BatchArgs]) time.Duration {
 
 // Work makes the first attempts of the job's deliveries that are still its
 // own.
-func (b *BatchWorker) Work(ctx context.Context, job *river.Job[BatchArgs]) error {
+func (b *BatchWorker) Work(ctx context.Context, job *river.Job[BatchArgs]) (err error) {
 	w := b.w
+	endpoint := job.Args.EndpointID
+	defer func() { w.jobFailed(ctx, err, "endpoint", endpoint, "deliveries", len(job.Args.DeliveryIDs)) }()
 	if err := job.Args.check(); err != nil {
 		return river.JobCancel(err)
 	}
-	endpoint := job.Args.EndpointID
 	if err := w.checkRoom(ctx, job.JobRow, endpoint); err != nil {
 		return err
 	}
@@ -100,9 +106,15 @@ func (b *BatchWorker) Work(ctx context.Context, job *river.Job[BatchArgs]) error
 	var (
 		sent   []recording
 		unsent []loaded
+		fault  *Fault
 	)
 	for i, a := range attempts {
 		if a == nil {
+			unsent = append(unsent, todo[i])
+			continue
+		}
+		if f := a.result.fault(); f != nil {
+			fault = cmp.Or(fault, f)
 			unsent = append(unsent, todo[i])
 			continue
 		}
@@ -116,6 +128,10 @@ func (b *BatchWorker) Work(ctx context.Context, job *river.Job[BatchArgs]) error
 	}
 	if _, err := w.record(ctx, sent...); err != nil {
 		return err
+	}
+	if fault != nil {
+		// The unsent deliveries stay this job's: it runs them again.
+		return w.deferJob(ctx, job.JobRow, fault, "endpoint", endpoint, "deliveries", len(unsent))
 	}
 	if len(unsent) > 0 {
 		return w.handOff(ctx, unsent)

@@ -2,7 +2,6 @@ package delivery
 
 import (
 	"context"
-	"encoding/json"
 	"math/rand/v2"
 	"slices"
 	"sync"
@@ -229,11 +228,5 @@ func admitted(ctx context.Context, job *rivertype.JobRow) error {
 }
 
 func busyCount(metadata []byte) int {
-	var m struct {
-		Busy int `json:"herald_busy"`
-	}
-	if json.Unmarshal(metadata, &m) != nil {
-		return 0
-	}
-	return max(m.Busy, 0)
+	return countIn(metadata, busyMetadataKey)
 }

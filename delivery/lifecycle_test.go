@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/jackc/pgx/v5"
+	"github.com/prometheus/client_golang/prometheus"
 	"github.com/riverqueue/river"
 	"github.com/riverqueue/river/riverdriver/riverpgxv5"
 	"github.com/riverqueue/river/rivertest"
@@ -37,6 +38,8 @@ type steppedBundle struct {
 	// they are worked with worker.WorkJob.
 	jobs *river.Client[pgx.Tx]
 	tx   pgx.Tx
+	// metrics holds the worker's metrics.
+	metrics *prometheus.Registry
 }
 
 func setupStepped(t *testing.T, cfg delivery.Config) (*steppedBundle, context.Context) {
@@ -49,11 +52,18 @@ func setupStepped(t *testing.T, cfg delivery.Config) (*steppedBundle, context.Co
 	clock := testclock.New(time.Now().UTC().Truncate(time.Second))
 	limiter := ratelimit.NewLimiter(nil)
 	limiter.Now = clock.Now
-	cfg.DB, cfg.Secrets, cfg.Now, cfg.RateLimiter = b.pool, b.store, clock.Now, limiter
+	cfg.DB, cfg.Now, cfg.RateLimiter = b.pool, clock.Now, limiter
+	if cfg.Secrets == nil {
+		cfg.Secrets = b.store
+	}
 	if cfg.Transport == nil {
 		cfg.Transport = webhooktest.Transport()
 	}
-	cfg.Logger = slog.New(slog.DiscardHandler)
+	metrics := prometheus.NewRegistry()
+	cfg.Registerer = metrics
+	if cfg.Logger == nil {
+		cfg.Logger = slog.New(slog.DiscardHandler)
+	}
 	w, err := delivery.NewWorker(cfg)
 	require.NoError(t, err)
 	config := &river.Config{Schema: migrations.Schema, Test: river.TestConfig{Time: clock}}
@@ -66,6 +76,7 @@ func setupStepped(t *testing.T, cfg delivery.Config) (*steppedBundle, context.Co
 		batch:      rivertest.NewWorker(t, riverpgxv5.New(nil), config, river.Worker[delivery.BatchArgs](w.BatchWorker())),
 		jobs:       jobs,
 		tx:         tx,
+		metrics:    metrics,
 	}, ctx
 }
 

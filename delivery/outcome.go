@@ -1,6 +1,7 @@
 package delivery
 
 import (
+	"errors"
 	"fmt"
 	"net/http"
 	"time"
@@ -20,16 +21,17 @@ type Result struct {
 	// Location is the response's Location header, reported for redirects.
 	Location string
 	// Err is why no response arrived ("timed out after 15s", a refused
-	// connection, a TLS failure), worded for a person. Nil when StatusCode
-	// is set.
+	// connection, a TLS failure), worded for a person, or the *Fault on
+	// Herald's side that stopped the attempt before anything was sent.
+	// Nil when StatusCode is set.
 	Err error
 }
 
 // Verdict is what an attempt's result means for its delivery.
 type Verdict string
 
-// The verdicts. Each is also the attempts.outcome value recorded for the
-// attempt that led to it.
+// The verdicts. Each but Deferred is also the attempts.outcome value
+// recorded for the attempt that led to it.
 const (
 	// Succeeded: the endpoint answered 2xx; the delivery is done.
 	Succeeded Verdict = "succeeded"
@@ -42,12 +44,20 @@ const (
 	// defines as "stop sending": the endpoint is disabled, this delivery
 	// fails and the endpoint's other pending deliveries are cancelled.
 	EndpointGone Verdict = "endpoint_gone"
+	// Deferred: a fault on Herald's side (a *Fault) stopped the attempt
+	// before anything was sent. It is not the endpoint's attempt: nothing
+	// is recorded, the endpoint's health and the delivery's attempt count
+	// and retry window stay as they were, and the job tries again after a
+	// deferral (FirstDeferral).
+	Deferred Verdict = "deferred"
 )
 
 // Outcome is the decision taken after one attempt.
 type Outcome struct {
 	Verdict Verdict
-	// RetryAt is when the next attempt runs; set only for Retry.
+	// RetryAt is when the next attempt runs; set only for Retry. (When a
+	// Deferred attempt runs again depends on how many were deferred in a
+	// row, which the job keeps; see FirstDeferral.)
 	RetryAt time.Time
 	// Problem says in a sentence what went wrong ("HTTP 503 Service
 	// Unavailable", "timed out after 15s"); empty for Succeeded. It is
@@ -65,6 +75,8 @@ const DisabledReason = "410 Gone"
 // started, now is when this one ended; the retry window is measured from
 // firstAttempt.
 //
+//   - a *Fault (Herald could not read the secrets or sign): Deferred,
+//     whatever the attempt's number and time.
 //   - 2xx: Succeeded.
 //   - 410: EndpointGone.
 //   - 429, 502, 503, 504: Retry no earlier than the response's Retry-After
@@ -77,6 +89,8 @@ const DisabledReason = "410 Gone"
 func Decide(res Result, attempt int, firstAttempt, now time.Time, policy schedule.Policy) Outcome {
 	status := res.StatusCode
 	switch {
+	case res.fault() != nil:
+		return Outcome{Verdict: Deferred, Problem: describe(res)}
 	case res.succeeded():
 		return Outcome{Verdict: Succeeded}
 	case res.Err == nil && status == http.StatusGone:
@@ -99,6 +113,16 @@ func Decide(res Result, attempt int, firstAttempt, now time.Time, policy schedul
 // whatever the attempt's number and time.
 func (res Result) succeeded() bool {
 	return res.Err == nil && res.StatusCode >= 200 && res.StatusCode <= 299
+}
+
+// fault returns the *Fault that stopped the attempt, nil when there is
+// none: Decide's Deferred.
+func (res Result) fault() *Fault {
+	var f *Fault
+	if errors.As(res.Err, &f) {
+		return f
+	}
+	return nil
 }
 
 // throttles reports whether status is one whose Retry-After Herald honours.

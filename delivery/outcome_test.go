@@ -2,6 +2,7 @@ package delivery
 
 import (
 	"errors"
+	"fmt"
 	"net/http"
 	"testing"
 	"time"
@@ -77,6 +78,12 @@ func TestDecide(t *testing.T) {
 		{name: "a draw past the window is moved to its end", res: Result{StatusCode: 500}, attempt: 20, now: edge, want: Retry,
 			retry: retryIn{0, time.Minute + 1}},
 		{name: "Retry-After past the window exhausts", res: Result{StatusCode: 429, RetryAfter: "3600"}, attempt: 20, now: edge, want: Exhausted},
+		{name: "Herald's fault is deferred", res: Result{Err: &Fault{Cause: FaultSecrets, Err: errors.New("not sent, could not read the endpoint's signing secrets")}},
+			attempt: 1, now: within, want: Deferred, wantProblem: "not sent, could not read the endpoint's signing secrets"},
+		{name: "Herald's fault after the window is still deferred", res: Result{Err: &Fault{Cause: FaultSecrets, Err: errors.New("not sent")}},
+			attempt: 20, now: late, want: Deferred},
+		{name: "a wrapped fault is deferred", res: Result{Err: fmt.Errorf("attempt: %w", &Fault{Cause: FaultSigning, Err: errors.New("not sent")})},
+			attempt: 3, now: within, want: Deferred},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

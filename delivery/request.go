@@ -56,8 +56,9 @@ func MessageHeaderID(messageID uuid.UUID) string {
 
 // send makes one attempt of d: it signs the body for this moment with every
 // active secret of the endpoint and POSTs it, giving up after the timeout.
-// It never returns an error: what went wrong, including failing to sign, is
-// part of the attempt.
+// It never returns an error: what went wrong is part of the attempt, and
+// a *Fault when it was on Herald's side (the secrets, signing), in which
+// case nothing was sent.
 func (w *Worker) send(ctx context.Context, d loaded) (a attempt) {
 	// The secrets come from Herald's database: reading them is not the
 	// endpoint's time, so the attempt's clock and timeout start after it.
@@ -77,12 +78,12 @@ func (w *Worker) send(ctx context.Context, d loaded) (a attempt) {
 	}
 	req.Header.Set("Content-Type", "application/json")
 	req.Header.Set("User-Agent", w.userAgent)
-	err = secretsErr
-	if err == nil {
-		err = signing.SignHeaders(req.Header, MessageHeaderID(d.messageID), a.startedAt, d.body, secrets...)
+	if secretsErr != nil {
+		a.result.Err = &Fault{Cause: FaultSecrets, Err: fmt.Errorf("not sent, could not read the endpoint's signing secrets: %w", secretsErr)}
+		return a
 	}
-	if err != nil {
-		a.result.Err = fmt.Errorf("not sent, could not sign: %w", err)
+	if err := signing.SignHeaders(req.Header, MessageHeaderID(d.messageID), a.startedAt, d.body, secrets...); err != nil {
+		a.result.Err = &Fault{Cause: FaultSigning, Err: fmt.Errorf("not sent, could not sign: %w", err)}
 		return a
 	}
 	a.headers = make(map[string]string, len(req.Header))

@@ -10,6 +10,7 @@ import (
 	"github.com/google/uuid"
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgxpool"
+	"github.com/prometheus/client_golang/prometheus"
 	"github.com/riverqueue/river"
 	"github.com/riverqueue/river/riverdriver/riverpgxv5"
 	"github.com/stretchr/testify/require"
@@ -210,4 +211,25 @@ func (b *testBundle) body(t *testing.T, ctx context.Context, message uuid.UUID) 
 	var body string
 	require.NoError(t, b.pool.QueryRow(ctx, "SELECT body FROM herald.messages WHERE id = $1", message).Scan(&body))
 	return body
+}
+
+// faults reads herald_dispatcher_faults_total{cause} from metrics.
+func faults(t *testing.T, metrics prometheus.Gatherer, cause delivery.FaultCause) float64 {
+	t.Helper()
+	families, err := metrics.Gather()
+	require.NoError(t, err)
+	for _, f := range families {
+		if f.GetName() != "herald_dispatcher_faults_total" {
+			continue
+		}
+		for _, m := range f.GetMetric() {
+			for _, l := range m.GetLabel() {
+				if l.GetName() == "cause" && l.GetValue() == string(cause) {
+					return m.GetCounter().GetValue()
+				}
+			}
+		}
+	}
+	t.Fatalf("no herald_dispatcher_faults_total{cause=%q}", cause)
+	return 0
 }

@@ -12,6 +12,7 @@ import (
 	"github.com/google/uuid"
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgconn"
+	"github.com/prometheus/client_golang/prometheus"
 	"github.com/riverqueue/river"
 	"github.com/riverqueue/river/rivertype"
 
@@ -50,8 +51,8 @@ type DB interface {
 // SecretSource returns the secrets an endpoint's messages are signed with at
 // a given time: every active one, so that receivers verify during a
 // rotation with either the old or the new secret. An error or no secret at
-// all is recorded as a failed attempt that sent nothing, and retried on the
-// schedule like any other.
+// all is Herald's fault, not the endpoint's (a Fault, FaultSecrets): the
+// attempt sends nothing, is not charged and is tried again soon.
 type SecretSource interface {
 	ActiveSecrets(ctx context.Context, endpointID uuid.UUID, now time.Time) ([]signing.Secret, error)
 }
@@ -126,6 +127,9 @@ type Config struct {
 	// Now is the clock attempts are timed and recorded by. Defaults to
 	// time.Now; tests move it to let days pass.
 	Now func() time.Time
+	// Registerer receives the worker's metric, herald_dispatcher_faults_total
+	// (see Fault). Defaults to nil: the metric is kept but not exposed.
+	Registerer prometheus.Registerer
 	// Logger receives the worker's logs. Defaults to slog.Default().
 	Logger *slog.Logger
 }
@@ -169,6 +173,8 @@ type Worker struct {
 	health        Health
 	rateLimiter   RateLimiter
 	now           func() time.Time
+	faults        *prometheus.CounterVec
+	faultLog      faultLog
 	loads         *batcher.Batcher[uuid.UUID, *loaded]
 	successes     *batcher.Batcher[recording, applied]
 }
@@ -184,6 +190,10 @@ func NewWorker(cfg Config) (*Worker, error) {
 	if cfg.Timeout < 0 || cfg.MaxInflightPerEndpoint < 0 || cfg.MaxBusySnooze < 0 {
 		return nil, fmt.Errorf("delivery worker: Timeout (%s), MaxInflightPerEndpoint (%d) and MaxBusySnooze (%s) must not be negative; zero means the default",
 			cfg.Timeout, cfg.MaxInflightPerEndpoint, cfg.MaxBusySnooze)
+	}
+	faults, err := newFaultCounter(cfg.Registerer)
+	if err != nil {
+		return nil, fmt.Errorf("delivery worker: register its metric: %w", err)
 	}
 	maxInflight := cmp.Or(cfg.MaxInflightPerEndpoint, DefaultMaxInflightPerEndpoint)
 	transport := cfg.Transport
@@ -211,6 +221,7 @@ func NewWorker(cfg Config) (*Worker, error) {
 		health:      cfg.Health,
 		rateLimiter: cfg.RateLimiter,
 		now:         cfg.Now,
+		faults:      faults,
 	}
 	if w.now == nil {
 		w.now = time.Now
@@ -247,12 +258,14 @@ func (w *Worker) Timeout(*river.Job[Args]) time.Duration {
 // generation is not the job's: the requeue's job works it), is no longer
 // pending, its endpoint is disabled (the delivery is cancelled), or its
 // retry is not due yet. After a failed attempt the job snoozes until the
-// retry; River does not count a snooze as a job attempt.
+// retry; River does not count a snooze as a job attempt. After a fault on
+// Herald's side (a Fault) it records nothing and snoozes for a deferral.
 //
 // An attempt goes: room at the endpoint (checkRoom), the delivery (load),
 // a slot for the request (takeSlots), the request (send), and its outcome
 // decided and recorded (record).
-func (w *Worker) Work(ctx context.Context, job *river.Job[Args]) error {
+func (w *Worker) Work(ctx context.Context, job *river.Job[Args]) (err error) {
+	defer func() { w.jobFailed(ctx, err, "delivery", job.Args.DeliveryID, "endpoint", job.Args.EndpointID) }()
 	trigger, err := job.Args.check()
 	if err != nil {
 		return river.JobCancel(err)
@@ -298,6 +311,12 @@ func (w *Worker) Work(ctx context.Context, job *river.Job[Args]) error {
 		// The process is stopping: River runs the job again, here or in
 		// another dispatcher, and the receiver dedupes on webhook-id.
 		return fmt.Errorf("delivery %s interrupted: %w", d.id, err)
+	}
+	if fault := a.result.fault(); fault != nil {
+		return w.deferJob(ctx, job.JobRow, fault, "delivery", d.id, "endpoint", d.endpointID)
+	}
+	if err := clearDeferrals(ctx, job.JobRow); err != nil {
+		return err
 	}
 
 	next, err := w.record(ctx, recording{d: d, trigger: trigger, a: a})

@@ -299,21 +299,6 @@ func TestWorkerSkipsDeletedEndpoint(t *testing.T) {
 	require.Zero(t, r.Count())
 }
 
-func TestWorkerWithoutSecretSendsNothing(t *testing.T) {
-	t.Parallel()
-	b, ctx := setup(t, delivery.Config{Policy: once})
-
-	r := webhooktest.NewReceiver(t, webhooktest.Status(200))
-	endpoint := b.endpoint(t, ctx, r.URL)
-	_, err := b.pool.Exec(ctx, "DELETE FROM herald.endpoint_secrets WHERE endpoint_id = $1", endpoint)
-	require.NoError(t, err)
-	id := b.enqueue(t, ctx, b.message(t, ctx), endpoint)
-
-	d := b.waitStatus(t, ctx, id, "failed")
-	require.Contains(t, *d.LastError, "not sent, could not sign")
-	require.Zero(t, r.Count())
-}
-
 func TestWorkerWaitsForScheduledRetry(t *testing.T) {
 	t.Parallel()
 	b, ctx := setup(t, delivery.Config{Policy: fast})
