@@ -48,6 +48,10 @@ const (
 	FaultSecrets FaultCause = "secrets"
 	// FaultSigning: the secrets were read but could not sign.
 	FaultSigning FaultCause = "signing"
+	// FaultResolver: Herald's DNS resolver did not answer, or could not be
+	// reached, for the endpoint's host name. A name that does not exist,
+	// or that the resolver answers SERVFAIL for, is the endpoint's.
+	FaultResolver FaultCause = "resolver"
 	// FaultDatabase: a job failed to load, record or queue in Herald's
 	// database and returned the error; River runs it again on its own
 	// retry policy. Not a Fault value: nothing is deferred, it is only
@@ -55,7 +59,7 @@ const (
 	FaultDatabase FaultCause = "database"
 )
 
-var faultCauses = []FaultCause{FaultSecrets, FaultSigning, FaultDatabase}
+var faultCauses = []FaultCause{FaultSecrets, FaultSigning, FaultResolver, FaultDatabase}
 
 // Deferrals: when a job stopped by a Fault tries again.
 const (

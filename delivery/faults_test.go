@@ -2,8 +2,11 @@ package delivery_test
 
 import (
 	"context"
+	"encoding/binary"
 	"encoding/json"
 	"log/slog"
+	"net"
+	"net/http"
 	"strings"
 	"sync/atomic"
 	"testing"
@@ -17,6 +20,7 @@ import (
 	"github.com/heraldhq/herald/delivery"
 	"github.com/heraldhq/herald/health"
 	"github.com/heraldhq/herald/internal/secretbox"
+	"github.com/heraldhq/herald/internal/ssrf"
 	"github.com/heraldhq/herald/internal/webhooktest"
 	"github.com/heraldhq/herald/signing"
 	"github.com/heraldhq/herald/store"
@@ -138,6 +142,125 @@ func TestWorkerWithoutSecretSendsNothing(t *testing.T) {
 	b.notCharged(t, ctx, id, endpoint)
 	require.Zero(t, r.Count())
 	require.Equal(t, 1.0, faults(t, b.metrics, delivery.FaultSecrets))
+}
+
+// dnsServer answers every DNS query on a loopback UDP port with rcode
+// (3 NXDOMAIN, 2 SERVFAIL), or with nothing when rcode is negative. It
+// stops when the test ends.
+func dnsServer(t *testing.T, rcode int) string {
+	t.Helper()
+	conn, err := net.ListenPacket("udp", "127.0.0.1:0")
+	require.NoError(t, err)
+	t.Cleanup(func() { _ = conn.Close() })
+	go func() {
+		buf := make([]byte, 1500)
+		for {
+			n, from, err := conn.ReadFrom(buf)
+			if err != nil {
+				return
+			}
+			if rcode < 0 {
+				continue
+			}
+			if answer, ok := dnsAnswer(buf[:n], rcode); ok {
+				_, _ = conn.WriteTo(answer, from)
+			}
+		}
+	}()
+	return conn.LocalAddr().String()
+}
+
+// dnsAnswer is the answer with rcode and no records to a one-question
+// query: its id and question, without the query's additional records.
+func dnsAnswer(query []byte, rcode int) ([]byte, bool) {
+	const header = 12
+	if len(query) < header || binary.BigEndian.Uint16(query[4:]) != 1 {
+		return nil, false
+	}
+	end := header
+	for end < len(query) && query[end] != 0 {
+		end += int(query[end]) + 1
+	}
+	end += 1 + 4 // the root label, type and class
+	if end > len(query) {
+		return nil, false
+	}
+	answer := append([]byte(nil), query[:end]...)
+	answer[2] = 0x80 | query[2]&0x01 // a response, recursion desired as asked
+	answer[3] = 0x80 | byte(rcode)   // recursion available
+	binary.BigEndian.PutUint16(answer[6:], 0)
+	binary.BigEndian.PutUint16(answer[8:], 0)
+	binary.BigEndian.PutUint16(answer[10:], 0)
+	return answer, true
+}
+
+// closedUDPPort returns a loopback UDP address nothing listens on: a query
+// sent there is refused.
+func closedUDPPort(t *testing.T) string {
+	t.Helper()
+	conn, err := net.ListenPacket("udp", "127.0.0.1:0")
+	require.NoError(t, err)
+	addr := conn.LocalAddr().String()
+	require.NoError(t, conn.Close())
+	return addr
+}
+
+// resolvingAt returns the delivery transport (the SSRF guard's, loopback
+// allowed) with a resolver that asks the DNS server at addr, as the
+// dispatcher's resolver would be asked.
+func resolvingAt(addr string) http.RoundTripper {
+	guard := ssrf.New()
+	dialer := guard.Dialer()
+	dialer.Resolver = &net.Resolver{PreferGo: true, Dial: func(ctx context.Context, network, _ string) (net.Conn, error) {
+		var d net.Dialer
+		return d.DialContext(ctx, network, addr)
+	}}
+	transport := guard.Transport()
+	transport.DialContext = dialer.DialContext
+	return transport
+}
+
+// When Herald's own resolver does not answer, or cannot be reached, the
+// endpoint is not to blame: nothing is recorded or charged and the job is
+// retried. When the resolver answers that the endpoint's name does not
+// exist (NXDOMAIN), or that resolving it failed (SERVFAIL: the name's own
+// servers failed), the attempt is the endpoint's and is charged.
+func TestResolverFaultsAreHeraldsAndMissingNamesTheEndpoints(t *testing.T) {
+	t.Parallel()
+	for _, tt := range []struct {
+		name     string
+		resolver func(t *testing.T) string
+		charged  string // the attempt's error when charged; "" when not
+	}{
+		{name: "our resolver does not answer", resolver: func(t *testing.T) string { return dnsServer(t, -1) }},
+		{name: "our resolver refuses the query", resolver: closedUDPPort},
+		{name: "the name does not exist", resolver: func(t *testing.T) string { return dnsServer(t, 3) }, charged: "no such host"},
+		{name: "resolving the name failed", resolver: func(t *testing.T) string { return dnsServer(t, 2) }, charged: "server misbehaving"},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			t.Parallel()
+			b, ctx := setupStepped(t, delivery.Config{Policy: fast, Timeout: time.Second, Transport: resolvingAt(tt.resolver(t))})
+			endpoint := b.endpoint(t, ctx, "http://hooks.herald-test.example/in")
+			id := b.pendingDelivery(t, ctx, b.message(t, ctx), endpoint)
+
+			result, err := b.worker.Work(ctx, t, b.tx, delivery.Args{DeliveryID: id, EndpointID: endpoint}, nil)
+			require.NoError(t, err)
+			require.Equal(t, river.EventKindJobSnoozed, result.EventKind, "the job is retried")
+			if tt.charged == "" {
+				b.notCharged(t, ctx, id, endpoint)
+				require.Equal(t, 1.0, faults(t, b.metrics, delivery.FaultResolver))
+				return
+			}
+			require.Zero(t, faults(t, b.metrics, delivery.FaultResolver))
+			attempts := b.attempts(t, ctx, id)
+			require.Len(t, attempts, 1)
+			require.Contains(t, *attempts[0].Error, tt.charged)
+			require.Equal(t, "retry", attempts[0].Outcome)
+			var failingSince *time.Time
+			require.NoError(t, b.pool.QueryRow(ctx, "SELECT failing_since FROM herald.endpoints WHERE id = $1", endpoint).Scan(&failingSince))
+			require.NotNil(t, failingSince, "the endpoint's failing spell has started")
+		})
+	}
 }
 
 // A batch job stopped by Herald's fault keeps its deliveries: it records

@@ -75,8 +75,8 @@ const DisabledReason = "410 Gone"
 // started, now is when this one ended; the retry window is measured from
 // firstAttempt.
 //
-//   - a *Fault (Herald could not read the secrets or sign): Deferred,
-//     whatever the attempt's number and time.
+//   - a *Fault (Herald could not read the secrets or sign, its resolver
+//     did not answer): Deferred, whatever the attempt's number and time.
 //   - 2xx: Succeeded.
 //   - 410: EndpointGone.
 //   - 429, 502, 503, 504: Retry no earlier than the response's Retry-After

@@ -8,8 +8,10 @@ import (
 	"io"
 	"net"
 	"net/http"
+	"net/http/httptrace"
 	"net/url"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/google/uuid"
@@ -57,8 +59,8 @@ func MessageHeaderID(messageID uuid.UUID) string {
 // send makes one attempt of d: it signs the body for this moment with every
 // active secret of the endpoint and POSTs it, giving up after the timeout.
 // It never returns an error: what went wrong is part of the attempt, and
-// a *Fault when it was on Herald's side (the secrets, signing), in which
-// case nothing was sent.
+// a *Fault when it was on Herald's side (the secrets, signing, the
+// resolver), in which case nothing was sent.
 func (w *Worker) send(ctx context.Context, d loaded) (a attempt) {
 	// The secrets come from Herald's database: reading them is not the
 	// endpoint's time, so the attempt's clock and timeout start after it.
@@ -71,6 +73,8 @@ func (w *Worker) send(ctx context.Context, d loaded) (a attempt) {
 
 	ctx, cancel := context.WithTimeout(ctx, w.timeout)
 	defer cancel()
+	var lookups lookupWatch
+	ctx = httptrace.WithClientTrace(ctx, lookups.trace())
 	req, err := http.NewRequestWithContext(ctx, http.MethodPost, d.url, bytes.NewReader(d.body))
 	if err != nil {
 		a.result.Err = fmt.Errorf("the endpoint URL cannot be requested (%v); fix the endpoint's URL", unwrapURLError(err))
@@ -93,7 +97,7 @@ func (w *Worker) send(ctx context.Context, d loaded) (a attempt) {
 
 	resp, err := w.client.Do(req)
 	if err != nil {
-		a.result.Err = w.describeError(err)
+		a.result.Err = w.describeError(err, &lookups)
 		return a
 	}
 	defer resp.Body.Close()
@@ -110,14 +114,83 @@ func (w *Worker) send(ctx context.Context, d loaded) (a attempt) {
 }
 
 // describeError words a transport error without the request URL, which may
-// carry a token in its query.
-func (w *Worker) describeError(err error) error {
+// carry a token in its query. An error of Herald's resolver (see
+// resolverFault) is a *Fault.
+func (w *Worker) describeError(err error, lookups *lookupWatch) error {
 	err = unwrapURLError(err)
+	if fault := lookups.resolverFault(err, w.timeout); fault != nil {
+		return fault
+	}
 	var netErr net.Error
 	if errors.Is(err, context.DeadlineExceeded) || (errors.As(err, &netErr) && netErr.Timeout()) {
 		return fmt.Errorf("timed out after %s", w.timeout)
 	}
 	return err
+}
+
+// servfail is the text of a *net.DNSError for a SERVFAIL answer (Go's
+// resolver says "server misbehaving", and sets IsTemporary).
+const servfail = "server misbehaving"
+
+// resolverFailed reports whether a failed lookup is Herald's resolver's
+// fault rather than the endpoint's: the resolver did not answer in time
+// (IsTimeout), or could not be reached (a socket error, which Go's
+// resolver marks IsTemporary). The endpoint's are a name that does not
+// exist or has no address (IsNotFound), and the answers of a resolver
+// that was reached but could not resolve the name: SERVFAIL (its name
+// servers failed) and any other error code.
+func resolverFailed(e *net.DNSError) bool {
+	return !e.IsNotFound && (e.IsTimeout || e.IsTemporary && e.Err != servfail)
+}
+
+// lookupWatch follows the DNS lookups of one request
+// (net/http/httptrace). A request that timed out while its lookup was
+// still waiting for Herald's resolver fails with the request's own
+// timeout, not a *net.DNSError: the watch tells it from an endpoint that
+// did not answer.
+type lookupWatch struct {
+	mu      sync.Mutex
+	running int           // lookups started and not done
+	failed  *net.DNSError // the first lookup that failed on Herald's side
+}
+
+func (l *lookupWatch) trace() *httptrace.ClientTrace {
+	return &httptrace.ClientTrace{
+		DNSStart: func(httptrace.DNSStartInfo) {
+			l.mu.Lock()
+			defer l.mu.Unlock()
+			l.running++
+		},
+		DNSDone: func(info httptrace.DNSDoneInfo) {
+			l.mu.Lock()
+			defer l.mu.Unlock()
+			l.running--
+			var e *net.DNSError
+			if l.failed == nil && errors.As(info.Err, &e) && resolverFailed(e) {
+				l.failed = e
+			}
+		},
+	}
+}
+
+// resolverFault returns the Fault of a request that failed with err
+// because Herald's resolver did not answer or could not be reached, and
+// nil when the failure was not the resolver's (see resolverFailed).
+// Nothing was sent: the lookup comes before connecting.
+func (l *lookupWatch) resolverFault(err error, timeout time.Duration) *Fault {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	var e *net.DNSError
+	switch {
+	case errors.As(err, &e) && resolverFailed(e):
+	case l.failed != nil:
+		e = l.failed
+	case l.running > 0:
+		return &Fault{Cause: FaultResolver, Err: fmt.Errorf("not sent, Herald's DNS resolver did not answer within the attempt's %s", timeout)}
+	default:
+		return nil
+	}
+	return &Fault{Cause: FaultResolver, Err: fmt.Errorf("not sent, Herald's DNS resolver did not answer: %w", e)}
 }
 
 func unwrapURLError(err error) error {
