@@ -65,6 +65,9 @@ func (b *BatchWorker) Work(ctx context.Context, job *river.Job[BatchArgs]) (err 
 	if err := job.Args.check(); err != nil {
 		return river.JobCancel(err)
 	}
+	if fault := w.clockFault(); fault != nil {
+		return w.deferJob(ctx, job.JobRow, fault, "endpoint", endpoint, "deliveries", len(job.Args.DeliveryIDs))
+	}
 	if err := w.checkRoom(ctx, job.JobRow, endpoint); err != nil {
 		return err
 	}

@@ -52,6 +52,9 @@ const (
 	// reached, for the endpoint's host name. A name that does not exist,
 	// or that the resolver answers SERVFAIL for, is the endpoint's.
 	FaultResolver FaultCause = "resolver"
+	// FaultClock: this process's clock is too far from Postgres's for
+	// receivers to accept its timestamps (Config.Clock).
+	FaultClock FaultCause = "clock_skew"
 	// FaultDatabase: a job failed to load, record or queue in Herald's
 	// database and returned the error; River runs it again on its own
 	// retry policy. Not a Fault value: nothing is deferred, it is only
@@ -59,7 +62,7 @@ const (
 	FaultDatabase FaultCause = "database"
 )
 
-var faultCauses = []FaultCause{FaultSecrets, FaultSigning, FaultResolver, FaultDatabase}
+var faultCauses = []FaultCause{FaultSecrets, FaultSigning, FaultResolver, FaultClock, FaultDatabase}
 
 // Deferrals: when a job stopped by a Fault tries again.
 const (

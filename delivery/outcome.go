@@ -76,7 +76,8 @@ const DisabledReason = "410 Gone"
 // firstAttempt.
 //
 //   - a *Fault (Herald could not read the secrets or sign, its resolver
-//     did not answer): Deferred, whatever the attempt's number and time.
+//     did not answer, its clock is off): Deferred, whatever the attempt's
+//     number and time.
 //   - 2xx: Succeeded.
 //   - 410: EndpointGone.
 //   - 429, 502, 503, 504: Retry no earlier than the response's Retry-After

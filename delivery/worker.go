@@ -83,6 +83,16 @@ type RateLimiter interface {
 	Admit(ctx context.Context, job *rivertype.JobRow, endpointID uuid.UUID, perSecond float64) error
 }
 
+// ClockGuard says whether this process's clock is fit to sign with:
+// receivers reject a webhook-timestamp more than a few minutes from their
+// own clock. The dispatcher implements it by comparing its clock with
+// Postgres's.
+type ClockGuard interface {
+	// ClockFault returns nil while the clock may sign, and otherwise why
+	// it may not ("ahead of Postgres's by 10m0s").
+	ClockFault() error
+}
+
 // Config configures a Worker.
 type Config struct {
 	// DB holds Herald's tables. Required.
@@ -124,9 +134,14 @@ type Config struct {
 	// Defaults to a ratelimit.Limiter for a single dispatcher; the
 	// dispatcher passes one that shares each limit between replicas.
 	RateLimiter RateLimiter
-	// Now is the clock attempts are timed and recorded by. Defaults to
-	// time.Now; tests move it to let days pass.
+	// Now is the clock attempts are timed, signed and recorded by.
+	// Defaults to time.Now; tests move it to let days pass.
 	Now func() time.Time
+	// Clock, when set, is asked before every job whether Now may sign;
+	// while it may not, jobs send nothing and are deferred (FaultClock),
+	// charging nothing to their endpoints. Defaults to nil: Now is trusted.
+	// The dispatcher sets it to its comparison with Postgres's clock.
+	Clock ClockGuard
 	// Registerer receives the worker's metric, herald_dispatcher_faults_total
 	// (see Fault). Defaults to nil: the metric is kept but not exposed.
 	Registerer prometheus.Registerer
@@ -173,6 +188,7 @@ type Worker struct {
 	health        Health
 	rateLimiter   RateLimiter
 	now           func() time.Time
+	clock         ClockGuard
 	faults        *prometheus.CounterVec
 	faultLog      faultLog
 	loads         *batcher.Batcher[uuid.UUID, *loaded]
@@ -221,6 +237,7 @@ func NewWorker(cfg Config) (*Worker, error) {
 		health:      cfg.Health,
 		rateLimiter: cfg.RateLimiter,
 		now:         cfg.Now,
+		clock:       cfg.Clock,
 		faults:      faults,
 	}
 	if w.now == nil {
@@ -261,14 +278,17 @@ func (w *Worker) Timeout(*river.Job[Args]) time.Duration {
 // retry; River does not count a snooze as a job attempt. After a fault on
 // Herald's side (a Fault) it records nothing and snoozes for a deferral.
 //
-// An attempt goes: room at the endpoint (checkRoom), the delivery (load),
-// a slot for the request (takeSlots), the request (send), and its outcome
-// decided and recorded (record).
+// An attempt goes: a clock fit to sign (clockFault), room at the endpoint
+// (checkRoom), the delivery (load), a slot for the request (takeSlots),
+// the request (send), and its outcome decided and recorded (record).
 func (w *Worker) Work(ctx context.Context, job *river.Job[Args]) (err error) {
 	defer func() { w.jobFailed(ctx, err, "delivery", job.Args.DeliveryID, "endpoint", job.Args.EndpointID) }()
 	trigger, err := job.Args.check()
 	if err != nil {
 		return river.JobCancel(err)
+	}
+	if fault := w.clockFault(); fault != nil {
+		return w.deferJob(ctx, job.JobRow, fault, "delivery", job.Args.DeliveryID, "endpoint", job.Args.EndpointID)
 	}
 	if err := w.checkRoom(ctx, job.JobRow, job.Args.EndpointID); err != nil {
 		return err
@@ -325,6 +345,18 @@ func (w *Worker) Work(ctx context.Context, job *river.Job[Args]) (err error) {
 	}
 	if !next[0].IsZero() {
 		return river.JobSnooze(max(next[0].Sub(w.now()), 0))
+	}
+	return nil
+}
+
+// clockFault returns the Fault that stops every job while w's Clock says
+// Now may not sign, nil otherwise.
+func (w *Worker) clockFault() *Fault {
+	if w.clock == nil {
+		return nil
+	}
+	if err := w.clock.ClockFault(); err != nil {
+		return &Fault{Cause: FaultClock, Err: fmt.Errorf("not sent, this process's clock cannot sign: %w", err)}
 	}
 	return nil
 }

@@ -21,6 +21,7 @@ import (
 
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgxpool"
+	"github.com/prometheus/client_golang/prometheus"
 	"github.com/riverqueue/river"
 	"github.com/riverqueue/river/riverdriver/riverpgxv5"
 
@@ -120,6 +121,19 @@ type Config struct {
 	// runs those jobs again later. Defaults to 30 s. Zero means the
 	// default.
 	ShutdownGrace time.Duration
+	// ClockCheckInterval is how often the dispatcher compares the clock it
+	// signs with (Delivery.Now) with Postgres's, after the comparison at
+	// start. Past ClockWarnSkew it logs an error; past ClockRefuseSkew its
+	// delivery jobs send nothing and are deferred, charging no endpoint,
+	// until the clock is right. Defaults to 1 minute. Zero means the
+	// default; negative turns the check off (a simulated clock).
+	ClockCheckInterval time.Duration
+	// Registerer receives the dispatcher's metrics: the skew of its clock
+	// (herald_dispatcher_clock_skew_seconds) and the faults on Herald's
+	// side that stopped deliveries (herald_dispatcher_faults_total, unless
+	// Delivery.Registerer is set). Defaults to nil: nothing is exposed.
+	// cmd/dispatcher serves them with --metrics-addr.
+	Registerer prometheus.Registerer
 	// Logger receives the dispatcher's and River's logs. Defaults to
 	// slog.Default().
 	Logger *slog.Logger
@@ -137,6 +151,7 @@ type Dispatcher struct {
 	// heartbeat counts the live dispatchers, which share each endpoint's
 	// rate limit; nil when Config.Delivery brought its own RateLimiter.
 	heartbeat *ratelimit.Heartbeat
+	clock     *clockCheck
 }
 
 // New checks cfg and builds a Dispatcher; nothing runs until Run.
@@ -153,6 +168,22 @@ func New(cfg Config) (*Dispatcher, error) {
 		deliveryCfg.DB = cfg.Pool
 	}
 	deliveryCfg.Logger = cmp.Or(deliveryCfg.Logger, logger)
+	now := deliveryCfg.Now
+	if now == nil {
+		now = time.Now
+	}
+	clock := newClockCheck(cfg.Pool, now, cmp.Or(cfg.ClockCheckInterval, DefaultClockCheckInterval), logger)
+	if cfg.ClockCheckInterval >= 0 && deliveryCfg.Clock == nil {
+		deliveryCfg.Clock = clock
+	}
+	if cfg.Registerer != nil {
+		if err := cfg.Registerer.Register(clock.gauge); err != nil {
+			return nil, fmt.Errorf("dispatcher: register its metrics: %w", err)
+		}
+		if deliveryCfg.Registerer == nil {
+			deliveryCfg.Registerer = cfg.Registerer
+		}
+	}
 	var heartbeat *ratelimit.Heartbeat
 	if deliveryCfg.RateLimiter == nil {
 		heartbeat = ratelimit.NewHeartbeat(cfg.Pool, ratelimit.HeartbeatConfig{Logger: logger})
@@ -215,6 +246,7 @@ func New(cfg Config) (*Dispatcher, error) {
 		pollInterval: pollInterval,
 		grace:        cmp.Or(cfg.ShutdownGrace, DefaultShutdownGrace),
 		heartbeat:    heartbeat,
+		clock:        clock,
 	}, nil
 }
 
@@ -224,11 +256,18 @@ func New(cfg Config) (*Dispatcher, error) {
 // again later, here or in another dispatcher) and returns. It returns nil
 // after a clean stop.
 func (d *Dispatcher) Run(ctx context.Context) error {
+	// Before anything is signed.
+	d.clock.check(ctx)
 	// River stops when told to, not when ctx ends, so that stopping can
 	// be graceful.
 	if err := d.river.Start(context.WithoutCancel(ctx)); err != nil {
 		return fmt.Errorf("start River: %w", err)
 	}
+	checking := make(chan struct{})
+	go func() {
+		defer close(checking)
+		d.clock.run(ctx)
+	}()
 	beating := make(chan struct{})
 	go func() {
 		defer close(beating)
@@ -242,6 +281,7 @@ func (d *Dispatcher) Run(ctx context.Context) error {
 	d.fanOutLoop(ctx)
 	err := d.stop()
 	<-beating
+	<-checking
 	return err
 }
 

@@ -2,7 +2,7 @@ package dispatcher
 
 import "github.com/heraldhq/herald/delivery"
 
-// The SQL of the fan-out.
+// The SQL of the fan-out and the clock check.
 const (
 	// claimMessages takes up to $1 undispatched messages that no other
 	// dispatcher holds, marks them dispatched (effective when the
@@ -37,6 +37,10 @@ ORDER BY c.created_at, c.id, e.id`
 SELECT * FROM unnest($1::uuid[], $2::uuid[], $3::uuid[], $4::text[], $5::text[])
 ON CONFLICT (message_id, endpoint_id) DO NOTHING
 RETURNING id, endpoint_id, status`
+
+	// selectClock reads Postgres's clock as it runs the statement (now()
+	// would be its transaction's start).
+	selectClock = `SELECT clock_timestamp()`
 )
 
 // The SQL of the reconciler (see reconcile.go). The job kinds are spliced in

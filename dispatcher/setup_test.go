@@ -8,6 +8,7 @@ import (
 
 	"github.com/google/uuid"
 	"github.com/jackc/pgx/v5/pgxpool"
+	"github.com/prometheus/client_golang/prometheus"
 	"github.com/stretchr/testify/require"
 
 	"github.com/heraldhq/herald/delivery"
@@ -178,3 +179,35 @@ func webhookIDs(reqs []webhooktest.Request) map[string]int {
 }
 
 func headerID(message uuid.UUID) string { return delivery.MessageHeaderID(message) }
+
+// metric reads the value of the counter or gauge name from metrics, the
+// series with the label pairs labels ("cause", "secrets") when given.
+func metric(t *testing.T, metrics prometheus.Gatherer, name string, labels ...string) float64 {
+	t.Helper()
+	families, err := metrics.Gather()
+	require.NoError(t, err)
+	for _, f := range families {
+		if f.GetName() != name {
+			continue
+		}
+		for _, m := range f.GetMetric() {
+			matched := 0
+			for _, l := range m.GetLabel() {
+				for i := 0; i+1 < len(labels); i += 2 {
+					if l.GetName() == labels[i] && l.GetValue() == labels[i+1] {
+						matched++
+					}
+				}
+			}
+			if matched < len(labels)/2 {
+				continue
+			}
+			if m.GetGauge() != nil {
+				return m.GetGauge().GetValue()
+			}
+			return m.GetCounter().GetValue()
+		}
+	}
+	t.Fatalf("no metric %s%v", name, labels)
+	return 0
+}
