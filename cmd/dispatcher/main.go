@@ -77,6 +77,7 @@ func run(args []string) error {
 	if err != nil {
 		return err
 	}
+	registry := newRegistry()
 	d, err := dispatcher.New(dispatcher.Config{
 		Pool: pool,
 		Delivery: delivery.Config{
@@ -93,6 +94,7 @@ func run(args []string) error {
 		RescueStuckJobsAfter: s.rescueAfter,
 		ReconcileInterval:    s.reconcile,
 		ShutdownGrace:        s.shutdownGrace,
+		Registerer:           registry,
 		Logger:               logger,
 	})
 	if err != nil {
@@ -101,5 +103,11 @@ func run(args []string) error {
 	if allowed := guard.Allowed(); len(allowed) > 0 {
 		logger.Info("SSRF guard lets these blocked ranges through", "allow_cidrs", allowed)
 	}
+	stopMetrics, err := serveMetrics(logger, s.metricsAddr, registry)
+	if err != nil {
+		return err
+	}
+	// Served until the dispatcher has stopped, graceful period included.
+	defer stopMetrics()
 	return d.Run(ctx)
 }

@@ -4,9 +4,11 @@ import (
 	"bytes"
 	"context"
 	"fmt"
+	"io"
 	"net/http"
 	"os"
 	"os/exec"
+	"regexp"
 	"sync"
 	"syscall"
 	"testing"
@@ -199,6 +201,70 @@ func TestSIGTERMFinishesAttemptsAndExitsZero(t *testing.T) {
 	require.Equal(t, 1, r.Count())
 }
 
+// A dispatcher started with another HERALD_SECRET_KEY than the one the
+// endpoints' secrets were sealed with cannot sign. That is Herald's fault:
+// it sends nothing and charges nothing, logs the cause at error level and
+// counts it in herald_dispatcher_faults_total on --metrics-addr. Restarted
+// with the right key, it delivers.
+func TestWrongSecretKeyChargesNoEndpoint(t *testing.T) {
+	t.Parallel()
+	b, ctx := setup(t)
+	r := webhooktest.NewReceiver(t, webhooktest.Status(http.StatusOK))
+	endpoint, secret := b.endpoint(t, ctx, r.URL)
+	wrong := b.start(t, "HERALD_SECRET_KEY="+secretbox.Generate(), "HERALD_METRICS_ADDR=127.0.0.1:0")
+	metricsURL := "http://" + wrong.logged(t, regexp.MustCompile(`msg="serving metrics" addr=(\S+)`)) + "/metrics"
+	message := b.publish(t, ctx)
+
+	deferred := regexp.MustCompile(`(?m)^herald_dispatcher_faults_total\{cause="secrets"\} [1-9]`)
+	require.Eventually(t, func() bool { return deferred.MatchString(scrape(t, metricsURL)) }, 30*time.Second, 100*time.Millisecond,
+		"the fault is counted")
+	require.Contains(t, scrape(t, metricsURL), "herald_dispatcher_clock_skew_seconds ")
+	log := wrong.logged(t, regexp.MustCompile(`(level=ERROR .*cause=secrets.*)`))
+	require.Contains(t, log, "sealed under a different secret key")
+	require.Zero(t, r.Count(), "nothing was sent")
+	var (
+		status       string
+		attempts     int
+		failingSince *time.Time
+	)
+	require.NoError(t, b.pool.QueryRow(ctx, `SELECT d.status, d.attempt_count, e.failing_since FROM herald.deliveries d
+JOIN herald.endpoints e ON e.id = d.endpoint_id WHERE d.message_id = $1 AND d.endpoint_id = $2`, message, endpoint).Scan(&status, &attempts, &failingSince))
+	require.Equal(t, "pending", status)
+	require.Zero(t, attempts, "no attempt was charged")
+	require.Nil(t, failingSince, "the endpoint's failing spell has not started")
+	require.NoError(t, wrong.cmd.Process.Signal(syscall.SIGTERM))
+	require.NoError(t, wrong.wait(t, 30*time.Second))
+
+	b.start(t)
+	require.Eventually(t, func() bool { return b.status(t, ctx, message) == "succeeded" }, time.Minute, 100*time.Millisecond)
+	require.Equal(t, 1, r.Count())
+	require.NoError(t, signing.Verifier{Secrets: []signing.Secret{secret}}.Verify(r.Requests()[0].Header, r.Requests()[0].Body))
+}
+
+// logged waits for a line of p's output that matches re and returns the
+// first group of the match.
+func (p *process) logged(t *testing.T, re *regexp.Regexp) string {
+	t.Helper()
+	var match []string
+	require.Eventually(t, func() bool {
+		match = re.FindStringSubmatch(p.output.String())
+		return match != nil
+	}, 30*time.Second, 20*time.Millisecond, "the dispatcher never logged %s", re)
+	return match[1]
+}
+
+// scrape returns what a Prometheus scrape of url reads.
+func scrape(t *testing.T, url string) string {
+	t.Helper()
+	resp, err := http.Get(url)
+	require.NoError(t, err)
+	defer resp.Body.Close()
+	body, err := io.ReadAll(resp.Body)
+	require.NoError(t, err)
+	require.Equal(t, http.StatusOK, resp.StatusCode, "%s", body)
+	return string(body)
+}
+
 func TestBadSettingsAreNamed(t *testing.T) {
 	t.Parallel()
 	b, _ := setup(t)
@@ -248,7 +314,7 @@ func TestHelpListsEverySetting(t *testing.T) {
 		"HERALD_DATABASE_URL", "HERALD_MIGRATE", "HERALD_MAX_CONNS", "HERALD_LOG_FORMAT", "HERALD_WORKERS", "HERALD_BATCH_SIZE", "HERALD_POLL_INTERVAL", "HERALD_DELIVERY_TIMEOUT",
 		"HERALD_MAX_INFLIGHT_PER_ENDPOINT", "HERALD_RESCUE_STUCK_AFTER", "HERALD_RECONCILE_INTERVAL", "HERALD_SHUTDOWN_GRACE", "HERALD_RETRY_BASE",
 		"HERALD_RETRY_CAP", "HERALD_RETRY_WINDOW", "HERALD_MAX_RETRY_AFTER", "HERALD_ALLOW_CIDRS", "HERALD_SECRET_KEY",
-		"HERALD_DISABLE_AFTER", "HERALD_FAILING_WARNING_AFTER", "HERALD_OPS_TENANT",
+		"HERALD_DISABLE_AFTER", "HERALD_FAILING_WARNING_AFTER", "HERALD_OPS_TENANT", "HERALD_METRICS_ADDR",
 	} {
 		require.Contains(t, string(out), want)
 	}

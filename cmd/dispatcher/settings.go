@@ -26,6 +26,7 @@ type settings struct {
 	rescueAfter   time.Duration
 	reconcile     time.Duration
 	shutdownGrace time.Duration
+	metricsAddr   string
 	policy        schedule.Policy
 	logFormat     flagenv.LogFormat
 }
@@ -68,6 +69,9 @@ func (s *settings) register(fs *flagenv.FlagSet) {
 	fs.DurationVar(&s.shutdownGrace, "shutdown-grace", dispatcher.DefaultShutdownGrace,
 		"on SIGTERM, how long attempts in flight may finish before they are cancelled")
 	fs.Env("shutdown-grace", "HERALD_SHUTDOWN_GRACE")
+	fs.StringVar(&s.metricsAddr, "metrics-addr", "",
+		"address to serve this process's Prometheus metrics on, at /metrics, such as 127.0.0.1:9464; empty serves none")
+	fs.Env("metrics-addr", "HERALD_METRICS_ADDR")
 
 	fs.DurationVar(&s.policy.Base, "retry-base", schedule.DefaultBase,
 		"upper bound of the first retry's random delay; each retry doubles it")
