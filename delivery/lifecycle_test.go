@@ -6,7 +6,6 @@ import (
 	"log/slog"
 	"net/http"
 	"net/url"
-	"slices"
 	"testing"
 	"time"
 
@@ -15,7 +14,6 @@ import (
 	"github.com/riverqueue/river"
 	"github.com/riverqueue/river/riverdriver/riverpgxv5"
 	"github.com/riverqueue/river/rivertest"
-	"github.com/riverqueue/river/rivertype"
 	"github.com/stretchr/testify/require"
 
 	"github.com/heraldhq/herald/delivery"
@@ -50,9 +48,8 @@ func setupStepped(t *testing.T, cfg delivery.Config) (*steppedBundle, context.Co
 	t.Cleanup(func() { _ = tx.Rollback(context.Background()) })
 
 	clock := testclock.New(time.Now().UTC().Truncate(time.Second))
-	limiter := ratelimit.NewLimiter(nil)
-	limiter.Now = clock.Now
-	cfg.DB, cfg.Now, cfg.RateLimiter = b.pool, clock.Now, limiter
+	cfg.DB, cfg.Now = b.pool, clock.Now
+	cfg.RateLimiter = ratelimit.New(b.pool, ratelimit.Config{Now: clock.Now})
 	if cfg.Secrets == nil {
 		cfg.Secrets = b.store
 	}
@@ -78,48 +75,6 @@ func setupStepped(t *testing.T, cfg delivery.Config) (*steppedBundle, context.Co
 		tx:         tx,
 		metrics:    metrics,
 	}, ctx
-}
-
-// Fifty deliveries to an endpoint limited to 5 messages per second, all
-// picked up at once: one is sent and 49 snooze to slots 200 ms apart, so the
-// job schedule spans about 10 s and no worker waits. Run at their scheduled
-// times, every one is sent without snoozing again.
-func TestRateLimitSpreadsDeliveriesOverTheJobSchedule(t *testing.T) {
-	t.Parallel()
-	b, ctx := setupStepped(t, delivery.Config{Policy: fast})
-	r := webhooktest.NewReceiver(t, webhooktest.Status(200))
-	endpoint := b.endpoint(t, ctx, r.URL)
-	_, err := b.pool.Exec(ctx, "UPDATE herald.endpoints SET rate_limit = 5 WHERE id = $1", endpoint)
-	require.NoError(t, err)
-	start := b.clock.Now()
-
-	var snoozed []*rivertype.JobRow
-	for range 50 {
-		id := b.pendingDelivery(t, ctx, b.message(t, ctx), endpoint)
-		result, err := b.worker.Work(ctx, t, b.tx, delivery.Args{DeliveryID: id, EndpointID: endpoint}, nil)
-		require.NoError(t, err)
-		if result.EventKind == river.EventKindJobSnoozed {
-			snoozed = append(snoozed, result.Job)
-		}
-	}
-	require.Equal(t, 1, r.Count(), "one delivery goes out at once")
-	require.Len(t, snoozed, 49)
-	slices.SortFunc(snoozed, func(a, b *rivertype.JobRow) int { return a.ScheduledAt.Compare(b.ScheduledAt) })
-	for i, job := range snoozed {
-		require.Equal(t, time.Duration(i+1)*200*time.Millisecond, job.ScheduledAt.Sub(start), "snoozed delivery %d", i)
-	}
-	require.Equal(t, 9800*time.Millisecond, snoozed[len(snoozed)-1].ScheduledAt.Sub(start), "50 deliveries at 5/s span about 10 s")
-
-	for _, job := range snoozed {
-		b.clock.Set(job.ScheduledAt)
-		result, err := b.worker.WorkJob(ctx, t, b.tx, job)
-		require.NoError(t, err)
-		require.Equal(t, river.EventKindJobCompleted, result.EventKind, "a delivery woken at its slot is sent")
-	}
-	require.Equal(t, 50, r.Count())
-	var succeeded int
-	require.NoError(t, b.pool.QueryRow(ctx, "SELECT count(*) FROM herald.deliveries WHERE status = 'succeeded'").Scan(&succeeded))
-	require.Equal(t, 50, succeeded)
 }
 
 // The guard refuses a connection to a blocked address however the URL

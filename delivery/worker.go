@@ -14,7 +14,6 @@ import (
 	"github.com/jackc/pgx/v5/pgconn"
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/riverqueue/river"
-	"github.com/riverqueue/river/rivertype"
 
 	"github.com/heraldhq/herald/health"
 	"github.com/heraldhq/herald/internal/batcher"
@@ -76,11 +75,11 @@ type Health interface {
 }
 
 // RateLimiter holds deliveries to their endpoint's messages-per-second
-// limit. Admit returns nil when the job may send now, or the river.JobSnooze
-// error that puts it to sleep until its slot. *ratelimit.Limiter implements
-// it.
+// limit. Admit returns nil when the delivery may be sent now, or the
+// river.JobSnooze error that puts its job to sleep until it should ask
+// again. *ratelimit.Limiter implements it.
 type RateLimiter interface {
-	Admit(ctx context.Context, job *rivertype.JobRow, endpointID uuid.UUID, perSecond float64) error
+	Admit(ctx context.Context, endpointID uuid.UUID, perSecond float64) error
 }
 
 // ClockGuard says whether this process's clock is fit to sign with:
@@ -131,8 +130,8 @@ type Config struct {
 	// events to the tenant "herald-ops").
 	Health Health
 	// RateLimiter holds deliveries to their endpoint's rate limit.
-	// Defaults to a ratelimit.Limiter for a single dispatcher; the
-	// dispatcher passes one that shares each limit between replicas.
+	// Defaults to a ratelimit.Limiter on DB, whose limits every worker on
+	// the same database shares.
 	RateLimiter RateLimiter
 	// Now is the clock attempts are timed, signed and recorded by.
 	// Defaults to time.Now; tests move it to let days pass.
@@ -250,9 +249,7 @@ func NewWorker(cfg Config) (*Worker, error) {
 		w.health = health.New(health.Config{Logger: w.logger})
 	}
 	if w.rateLimiter == nil {
-		limiter := ratelimit.NewLimiter(nil)
-		limiter.Now = w.now
-		w.rateLimiter = limiter
+		w.rateLimiter = ratelimit.New(w.db, ratelimit.Config{})
 	}
 	w.loads = batcher.New(roundTrips, w.loadMany)
 	w.successes = batcher.New(roundTrips, w.apply)
@@ -321,7 +318,7 @@ func (w *Worker) Work(ctx context.Context, job *river.Job[Args]) (err error) {
 		return err
 	}
 	defer release()
-	if err := w.rateLimiter.Admit(ctx, job.JobRow, d.endpointID, d.rateLimit); err != nil {
+	if err := w.rateLimiter.Admit(ctx, d.endpointID, d.rateLimit); err != nil {
 		return err
 	}
 

@@ -26,7 +26,6 @@ import (
 	"github.com/riverqueue/river/riverdriver/riverpgxv5"
 
 	"github.com/heraldhq/herald/delivery"
-	"github.com/heraldhq/herald/internal/ratelimit"
 	"github.com/heraldhq/herald/migrations"
 	"github.com/heraldhq/herald/replay"
 )
@@ -85,9 +84,8 @@ type Config struct {
 	// secrets (required), retry policy, HTTP timeout, per-endpoint
 	// in-flight cap, endpoint health, the transport (by default the SSRF
 	// guard's, allowing no blocked range). Its DB and Logger default to
-	// Pool and Logger, and its RateLimiter to one that divides each
-	// endpoint's rate limit between the live dispatchers, counted through a
-	// heartbeat row each of them keeps in herald.dispatchers.
+	// Pool and Logger; its RateLimiter keeps each endpoint's limit in the
+	// database, shared by every dispatcher.
 	Delivery delivery.Config
 	// Workers is how many attempts this process runs at once. Defaults to
 	// 500. Zero means the default.
@@ -148,10 +146,7 @@ type Dispatcher struct {
 	batchSize    int
 	pollInterval time.Duration
 	grace        time.Duration
-	// heartbeat counts the live dispatchers, which share each endpoint's
-	// rate limit; nil when Config.Delivery brought its own RateLimiter.
-	heartbeat *ratelimit.Heartbeat
-	clock     *clockCheck
+	clock        *clockCheck
 }
 
 // New checks cfg and builds a Dispatcher; nothing runs until Run.
@@ -183,11 +178,6 @@ func New(cfg Config) (*Dispatcher, error) {
 		if deliveryCfg.Registerer == nil {
 			deliveryCfg.Registerer = cfg.Registerer
 		}
-	}
-	var heartbeat *ratelimit.Heartbeat
-	if deliveryCfg.RateLimiter == nil {
-		heartbeat = ratelimit.NewHeartbeat(cfg.Pool, ratelimit.HeartbeatConfig{Logger: logger})
-		deliveryCfg.RateLimiter = ratelimit.NewLimiter(heartbeat)
 	}
 	worker, err := delivery.NewWorker(deliveryCfg)
 	if err != nil {
@@ -245,7 +235,6 @@ func New(cfg Config) (*Dispatcher, error) {
 		batchSize:    cmp.Or(cfg.BatchSize, DefaultBatchSize),
 		pollInterval: pollInterval,
 		grace:        cmp.Or(cfg.ShutdownGrace, DefaultShutdownGrace),
-		heartbeat:    heartbeat,
 		clock:        clock,
 	}, nil
 }
@@ -268,19 +257,9 @@ func (d *Dispatcher) Run(ctx context.Context) error {
 		defer close(checking)
 		d.clock.run(ctx)
 	}()
-	beating := make(chan struct{})
-	go func() {
-		defer close(beating)
-		if d.heartbeat != nil {
-			// It stops with ctx, so the replicas that keep running take
-			// over this one's share of the rate limits at once.
-			d.heartbeat.Run(ctx)
-		}
-	}()
 	d.logger.InfoContext(ctx, "dispatcher started")
 	d.fanOutLoop(ctx)
 	err := d.stop()
-	<-beating
 	<-checking
 	return err
 }
