@@ -1,5 +1,7 @@
 // Package database opens Herald's connection pool: it reads the DSN, creates
-// the database when it does not exist yet, and turns the ways Postgres can be
+// the database when it does not exist yet, bounds every wait of the pool's
+// connections ([Timeouts]), so that a dead server or network path becomes
+// an error rather than a hang, and turns the ways Postgres can be
 // unreachable into one-line errors that say what to do. [OpenMigrated] is
 // the programs' start-up step: a pool whose schema is current.
 package database
@@ -36,6 +38,9 @@ type Options struct {
 	// CreateDatabase creates the database named in the DSN when it does not
 	// exist. Herald's programs set it; tests create their own databases.
 	CreateDatabase bool
+	// Timeouts bound the waits of the pool's connections. The zero value
+	// is the defaults (see Timeouts).
+	Timeouts Timeouts
 }
 
 // ParseURL checks a DSN and returns pgxpool's configuration for it, with an
@@ -54,6 +59,8 @@ func ParseURL(dsn string) (*pgxpool.Config, error) {
 
 // Open connects to Postgres and checks the connection with a ping. With
 // Options.CreateDatabase it first creates the database when it is missing.
+// The pool's connections, and those opened from its Config().ConnConfig,
+// have their waits bounded by Options.Timeouts.
 func Open(ctx context.Context, dsn string, opts Options) (*pgxpool.Pool, error) {
 	cfg, err := ParseURL(dsn)
 	if err != nil {
@@ -62,6 +69,8 @@ func Open(ctx context.Context, dsn string, opts Options) (*pgxpool.Pool, error) 
 	if opts.MaxConns > 0 {
 		cfg.MaxConns = opts.MaxConns
 	}
+	opts.Timeouts.apply(cfg)
+	cfg.BeforeClose = closeWithin(BrokenCloseTimeout)
 	cfg.AfterConnect = func(_ context.Context, conn *pgx.Conn) error {
 		registerUUID(conn.TypeMap())
 		return nil

@@ -1,9 +1,11 @@
 package database
 
 import (
+	"cmp"
 	"context"
 	"fmt"
 	"log/slog"
+	"time"
 
 	"github.com/jackc/pgx/v5/pgxpool"
 
@@ -25,14 +27,35 @@ type Config struct {
 	// Logger receives one line once migrations are applied. Defaults to
 	// slog.Default().
 	Logger *slog.Logger
+	// Timeouts bound the waits of the pool's connections. The zero value
+	// is the defaults (see Timeouts).
+	Timeouts Timeouts
+	// MigrationTimeout is the statement timeout while migrations are
+	// applied, the wait for another process's migrations included: a
+	// migration may rewrite a table or build an index, which the pool's
+	// Timeouts.Statement would cut. Defaults to DefaultMigrationTimeout
+	// (10 min). Zero means the default; negative means none. A
+	// statement_timeout in the URL wins here too.
+	MigrationTimeout time.Duration
 }
+
+// DefaultMigrationTimeout is Config.MigrationTimeout's default: a
+// migration, or the wait for another process's, that takes longer fails
+// start-up with Postgres's "canceling statement due to statement timeout"
+// rather than hanging it.
+const DefaultMigrationTimeout = 10 * time.Minute
 
 // OpenMigrated opens a pool whose schema is the one this build expects, as
 // Herald's programs need on start: it connects like Open and then, with
 // Config.Migrate, applies the migrations, or otherwise checks that they have
 // been applied.
 func OpenMigrated(ctx context.Context, cfg Config) (*pgxpool.Pool, error) {
-	pool, err := Open(ctx, cfg.URL, Options{MaxConns: cfg.MaxConns, CreateDatabase: cfg.Migrate})
+	if cfg.Migrate {
+		if err := migrate(ctx, cfg); err != nil {
+			return nil, err
+		}
+	}
+	pool, err := Open(ctx, cfg.URL, Options{MaxConns: cfg.MaxConns, Timeouts: cfg.Timeouts})
 	if err != nil {
 		return nil, err
 	}
@@ -43,10 +66,6 @@ func OpenMigrated(ctx context.Context, cfg Config) (*pgxpool.Pool, error) {
 		}
 		return pool, nil
 	}
-	if err := migrations.Apply(ctx, pool); err != nil {
-		pool.Close()
-		return nil, err
-	}
 	logger := cfg.Logger
 	if logger == nil {
 		logger = slog.Default()
@@ -54,3 +73,21 @@ func OpenMigrated(ctx context.Context, cfg Config) (*pgxpool.Pool, error) {
 	logger.Info("database ready", "migrations", "applied")
 	return pool, nil
 }
+
+// migrate creates the database when it is missing and applies the
+// migrations, through a pool of its own whose statement timeout is
+// Config.MigrationTimeout.
+func migrate(ctx context.Context, cfg Config) error {
+	timeouts := cfg.Timeouts
+	timeouts.Statement = cmp.Or(cfg.MigrationTimeout, DefaultMigrationTimeout)
+	pool, err := Open(ctx, cfg.URL, Options{MaxConns: migrationConns, CreateDatabase: true, Timeouts: timeouts})
+	if err != nil {
+		return err
+	}
+	defer pool.Close()
+	return migrations.Apply(ctx, pool)
+}
+
+// migrationConns is the size of the migrating pool: Herald's transaction
+// and River's migrator (the advisory lock has a connection of its own).
+const migrationConns = 2

@@ -3,6 +3,7 @@ package database_test
 import (
 	"context"
 	"fmt"
+	"log/slog"
 	"testing"
 	"time"
 
@@ -43,4 +44,44 @@ func TestOpenMigratedAppliesOnlyWhenAsked(t *testing.T) {
 	pool, err = database.OpenMigrated(ctx, database.Config{URL: url})
 	require.NoError(t, err, "a migrated database opens without Migrate")
 	pool.Close()
+}
+
+// migrationsLockKey is the advisory lock migrations.Apply holds while it
+// works (migrations.advisoryLockKey).
+const migrationsLockKey int64 = 0x686572616c64
+
+// holdMigrationsLock takes the migrations' lock in the database at url,
+// as another process migrating it would, and releases it after d.
+func holdMigrationsLock(t *testing.T, url string, d time.Duration) {
+	t.Helper()
+	ctx := context.Background()
+	conn, err := pgx.Connect(ctx, url)
+	require.NoError(t, err)
+	_, err = conn.Exec(ctx, "SELECT pg_advisory_lock($1)", migrationsLockKey)
+	require.NoError(t, err)
+	released := make(chan struct{})
+	time.AfterFunc(d, func() {
+		defer close(released)
+		_ = conn.Close(ctx)
+	})
+	t.Cleanup(func() { <-released })
+}
+
+// Migrations, and the wait for another process's, run under
+// MigrationTimeout rather than the pool's statement timeout.
+func TestOpenMigratedMigratesUnderTheMigrationTimeout(t *testing.T) {
+	t.Parallel()
+	url := pgtest.NewDatabase(t, pgtest.Empty)
+	holdMigrationsLock(t, url, 3*time.Second)
+	_, err := database.OpenMigrated(context.Background(), database.Config{URL: url, Migrate: true, MigrationTimeout: 500 * time.Millisecond})
+	require.ErrorContains(t, err, "statement timeout", "a migration that waits longer than MigrationTimeout fails")
+
+	url = pgtest.NewDatabase(t, pgtest.Empty)
+	holdMigrationsLock(t, url, 2*time.Second)
+	pool, err := database.OpenMigrated(context.Background(), database.Config{URL: url, Migrate: true, Timeouts: database.Timeouts{Statement: 500 * time.Millisecond}, Logger: slog.New(slog.DiscardHandler)})
+	require.NoError(t, err, "a migration may wait longer than the pool's statement timeout")
+	defer pool.Close()
+	var statementTimeout string
+	require.NoError(t, pool.QueryRow(context.Background(), "SHOW statement_timeout").Scan(&statementTimeout))
+	require.Equal(t, "500ms", statementTimeout, "the pool has its own statement timeout")
 }
