@@ -50,6 +50,14 @@ const (
 	// DefaultShutdownGrace is how long a stopping dispatcher lets in-flight
 	// attempts finish before cancelling them.
 	DefaultShutdownGrace = 30 * time.Second
+	// DefaultFanOutTimeout bounds one fan-out transaction. The largest
+	// (FanOutLimit deliveries: at most FanOutLimit/BatchSize claims, an
+	// insert of deliveries for each and one COPY of their jobs) takes a
+	// fraction of a second: the burst benchmark fans out and delivers
+	// over 7,000 deliveries a second (docs/benchmarks.md). 30 s therefore
+	// cuts only a transaction stuck on a dead connection or on a database
+	// in trouble, and is how long a failover can hold the fan-out up.
+	DefaultFanOutTimeout = 30 * time.Second
 	// DefaultMaxConns is the connection pool size cmd/dispatcher gives a
 	// dispatcher: its workers each hold a connection briefly per attempt,
 	// and River and the fan-out hold some more.
@@ -114,6 +122,11 @@ type Config struct {
 	// longest such a delivery waits. Defaults to 1 minute. Zero means the
 	// default.
 	ReconcileInterval time.Duration
+	// FanOutTimeout bounds one fan-out transaction, from taking a
+	// connection to committing; one cut short is rolled back and the next
+	// claims its messages again. Defaults to 30 s (DefaultFanOutTimeout).
+	// Zero means the default.
+	FanOutTimeout time.Duration
 	// ShutdownGrace is how long Run lets in-flight attempts finish once its
 	// context is cancelled; then their requests are cancelled and River
 	// runs those jobs again later. Defaults to 30 s. Zero means the
@@ -140,13 +153,14 @@ type Config struct {
 // Dispatcher drains the outbox and delivers webhooks until its Run context
 // ends.
 type Dispatcher struct {
-	pool         *pgxpool.Pool
-	river        *river.Client[pgx.Tx]
-	logger       *slog.Logger
-	batchSize    int
-	pollInterval time.Duration
-	grace        time.Duration
-	clock        *clockCheck
+	pool          *pgxpool.Pool
+	river         *river.Client[pgx.Tx]
+	logger        *slog.Logger
+	batchSize     int
+	pollInterval  time.Duration
+	fanOutTimeout time.Duration
+	grace         time.Duration
+	clock         *clockCheck
 }
 
 // New checks cfg and builds a Dispatcher; nothing runs until Run.
@@ -154,8 +168,8 @@ func New(cfg Config) (*Dispatcher, error) {
 	if cfg.Pool == nil {
 		return nil, errors.New("dispatcher: Config.Pool is nil; pass the database pool")
 	}
-	if cfg.Workers < 0 || cfg.BatchSize < 0 || cfg.PollInterval < 0 || cfg.RescueStuckJobsAfter < 0 || cfg.ReconcileInterval < 0 || cfg.ShutdownGrace < 0 {
-		return nil, errors.New("dispatcher: Workers, BatchSize, PollInterval, RescueStuckJobsAfter, ReconcileInterval and ShutdownGrace must not be negative; zero means the default")
+	if cfg.Workers < 0 || cfg.BatchSize < 0 || cfg.PollInterval < 0 || cfg.RescueStuckJobsAfter < 0 || cfg.ReconcileInterval < 0 || cfg.FanOutTimeout < 0 || cfg.ShutdownGrace < 0 {
+		return nil, errors.New("dispatcher: Workers, BatchSize, PollInterval, RescueStuckJobsAfter, ReconcileInterval, FanOutTimeout and ShutdownGrace must not be negative; zero means the default")
 	}
 	logger := cmp.Or(cfg.Logger, slog.Default())
 	deliveryCfg := cfg.Delivery
@@ -229,13 +243,14 @@ func New(cfg Config) (*Dispatcher, error) {
 		return nil, fmt.Errorf("dispatcher: River client: %w", err)
 	}
 	return &Dispatcher{
-		pool:         cfg.Pool,
-		river:        client,
-		logger:       logger,
-		batchSize:    cmp.Or(cfg.BatchSize, DefaultBatchSize),
-		pollInterval: pollInterval,
-		grace:        cmp.Or(cfg.ShutdownGrace, DefaultShutdownGrace),
-		clock:        clock,
+		pool:          cfg.Pool,
+		river:         client,
+		logger:        logger,
+		batchSize:     cmp.Or(cfg.BatchSize, DefaultBatchSize),
+		pollInterval:  pollInterval,
+		fanOutTimeout: cmp.Or(cfg.FanOutTimeout, DefaultFanOutTimeout),
+		grace:         cmp.Or(cfg.ShutdownGrace, DefaultShutdownGrace),
+		clock:         clock,
 	}, nil
 }
 

@@ -3,6 +3,7 @@ package dispatcher
 import (
 	"context"
 	"fmt"
+	"time"
 
 	"github.com/google/uuid"
 	"github.com/jackc/pgx/v5"
@@ -43,15 +44,27 @@ func (d *Dispatcher) drain(ctx context.Context) (claimed int) {
 // that no endpoint subscribes to, which create no deliveries.
 const FanOutLimit = 5000
 
+// rollbackTimeout bounds rolling back a fan-out transaction: one round trip.
+const rollbackTimeout = 5 * time.Second
+
 // fanOut claims undispatched messages and, in one transaction, creates
 // their deliveries and River jobs and marks them dispatched. It returns
-// how many messages it claimed and whether more may be waiting.
+// how many messages it claimed and whether more may be waiting. The
+// transaction must end within the fan-out timeout (Config.FanOutTimeout),
+// or it is rolled back and its messages are claimed again by the next.
 func (d *Dispatcher) fanOut(ctx context.Context) (claimed int, more bool, err error) {
+	ctx, cancel := context.WithTimeout(ctx, d.fanOutTimeout)
+	defer cancel()
 	tx, err := d.pool.Begin(ctx)
 	if err != nil {
 		return 0, false, fmt.Errorf("begin fan-out: %w", err)
 	}
-	defer func() { _ = tx.Rollback(context.WithoutCancel(ctx)) }()
+	defer func() {
+		// Its own deadline: the rollback must run after the fan-out's ran out.
+		ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), rollbackTimeout)
+		defer cancel()
+		_ = tx.Rollback(ctx)
+	}()
 
 	var (
 		groups  jobGroups

@@ -3,6 +3,7 @@ package dispatcher
 import (
 	"context"
 	"errors"
+	"fmt"
 	"time"
 
 	"github.com/jackc/pgx/v5"
@@ -15,7 +16,7 @@ import (
 // notifies it or PollInterval passes.
 func (d *Dispatcher) fanOutLoop(ctx context.Context) {
 	for ctx.Err() == nil {
-		conn, err := d.listen(ctx)
+		l, err := d.listen(ctx)
 		if err != nil {
 			if ctx.Err() == nil {
 				d.logger.ErrorContext(ctx, "listen for published messages; polling until it works", "channel", outbox.NotifyChannel, "error", err)
@@ -24,14 +25,37 @@ func (d *Dispatcher) fanOutLoop(ctx context.Context) {
 			sleep(ctx, d.pollInterval)
 			continue
 		}
-		d.drainAndWait(ctx, conn)
-		_ = conn.Close(context.WithoutCancel(ctx))
+		d.drainAndWait(ctx, l)
+		l.close(ctx)
 	}
+}
+
+// The fan-out's LISTEN connection. A connection that died without closing
+// waits for notifications in silence, so one that has been silent for
+// listenerPingInterval is pinged: a dead one is noticed within
+// listenerPingInterval + listenerTimeout, however long PollInterval, and
+// the fan-out listens again on a new one. River's own listener does the
+// same, at the same interval.
+const (
+	listenerPingInterval = 5 * time.Second
+	// listenerTimeout bounds connecting and subscribing, a ping, and
+	// closing.
+	listenerTimeout = 10 * time.Second
+)
+
+// listener is a connection subscribed to outbox.NotifyChannel.
+type listener struct {
+	conn *pgx.Conn
+	// heard is when the connection last showed it was alive: a
+	// notification or a ping's answer.
+	heard time.Time
 }
 
 // listen opens a connection of its own (a pooled one would carry the
 // LISTEN back into the pool) and subscribes it to outbox.NotifyChannel.
-func (d *Dispatcher) listen(ctx context.Context) (*pgx.Conn, error) {
+func (d *Dispatcher) listen(ctx context.Context) (*listener, error) {
+	ctx, cancel := context.WithTimeout(ctx, listenerTimeout)
+	defer cancel()
 	conn, err := pgx.ConnectConfig(ctx, d.pool.Config().ConnConfig)
 	if err != nil {
 		return nil, err
@@ -40,10 +64,54 @@ func (d *Dispatcher) listen(ctx context.Context) (*pgx.Conn, error) {
 		_ = conn.Close(context.WithoutCancel(ctx))
 		return nil, err
 	}
-	return conn, nil
+	return &listener{conn: conn, heard: time.Now()}, nil
 }
 
-// drainAndWait alternates draining and waiting on conn until ctx ends or
+// wait waits up to wait for a notification and says whether one came. It
+// pings the connection whenever it has been silent for
+// listenerPingInterval, and returns an error when the connection failed.
+func (l *listener) wait(ctx context.Context, wait time.Duration) (bool, error) {
+	until := time.Now().Add(wait)
+	for {
+		if time.Since(l.heard) >= listenerPingInterval {
+			if err := l.ping(ctx); err != nil {
+				return false, err
+			}
+		}
+		left := time.Until(until)
+		if left <= 0 {
+			return false, nil
+		}
+		waitCtx, cancel := context.WithTimeout(ctx, min(left, listenerPingInterval-time.Since(l.heard)))
+		_, err := l.conn.WaitForNotification(waitCtx)
+		cancel()
+		switch {
+		case err == nil:
+			l.heard = time.Now()
+			return true, nil
+		case ctx.Err() != nil || !errors.Is(err, context.DeadlineExceeded):
+			return false, err
+		}
+	}
+}
+
+func (l *listener) ping(ctx context.Context) error {
+	ctx, cancel := context.WithTimeout(ctx, listenerTimeout)
+	defer cancel()
+	if err := l.conn.Ping(ctx); err != nil {
+		return fmt.Errorf("ping the listening connection: %w", err)
+	}
+	l.heard = time.Now()
+	return nil
+}
+
+func (l *listener) close(ctx context.Context) {
+	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), listenerTimeout)
+	defer cancel()
+	_ = l.conn.Close(ctx)
+}
+
+// drainAndWait alternates draining and waiting on l until ctx ends or
 // the connection fails.
 //
 // Publishers notify only when no publish has notified in the last 100 ms
@@ -52,7 +120,7 @@ func (d *Dispatcher) listen(ctx context.Context) (*pgx.Conn, error) {
 // woken, the fan-out stays awake for linger after the last notification or
 // message, draining every lingerPoll; then it waits for a notification
 // again, or PollInterval.
-func (d *Dispatcher) drainAndWait(ctx context.Context, conn *pgx.Conn) {
+func (d *Dispatcher) drainAndWait(ctx context.Context, l *listener) {
 	var awakeUntil time.Time
 	for {
 		// Subscribed before draining, so a publish committed while a batch
@@ -64,19 +132,17 @@ func (d *Dispatcher) drainAndWait(ctx context.Context, conn *pgx.Conn) {
 		if time.Now().Before(awakeUntil) {
 			wait = lingerPoll
 		}
-		waitCtx, cancel := context.WithTimeout(ctx, wait)
-		_, err := conn.WaitForNotification(waitCtx)
-		cancel()
-		if err == nil {
+		notified, err := l.wait(ctx, wait)
+		if notified {
 			awakeUntil = time.Now().Add(linger)
 			// One drain claims every message committed before it starts,
 			// so a burst of publishes needs one drain, not one each.
-			_, err = takeBurst(ctx, conn, d.batchSize, burstGap)
+			_, err = takeBurst(ctx, l.conn, d.batchSize, burstGap)
 		}
 		switch {
 		case ctx.Err() != nil:
 			return
-		case err != nil && !errors.Is(err, context.DeadlineExceeded):
+		case err != nil:
 			d.logger.ErrorContext(ctx, "wait for published messages; reconnecting", "error", err)
 			return
 		}

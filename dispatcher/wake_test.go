@@ -2,6 +2,7 @@ package dispatcher
 
 import (
 	"context"
+	"net/url"
 	"strconv"
 	"testing"
 	"time"
@@ -9,6 +10,8 @@ import (
 	"github.com/jackc/pgx/v5"
 	"github.com/stretchr/testify/require"
 
+	"github.com/heraldhq/herald/internal/blackhole"
+	"github.com/heraldhq/herald/internal/database"
 	"github.com/heraldhq/herald/internal/pgtest"
 	"github.com/heraldhq/herald/outbox"
 )
@@ -50,4 +53,37 @@ func TestTakeBurstTakesTheNotificationsOfABurst(t *testing.T) {
 	n, err = takeBurst(ctx, listener, 1000, time.Second)
 	require.NoError(t, err)
 	require.Equal(t, 2, n, "the connection is still usable after a burst ends")
+}
+
+// A listening connection that went silent without closing (a failover
+// that left it half-open) is noticed, however long the fan-out would
+// wait for a notification: its wait ends in an error and the fan-out
+// listens again.
+func TestListenerNoticesASilentConnection(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	u, err := url.Parse(pgtest.NewDatabase(t, pgtest.Herald))
+	require.NoError(t, err)
+	proxy, err := blackhole.Listen(u.Host)
+	require.NoError(t, err)
+	t.Cleanup(func() { _ = proxy.Close() })
+	u.Host = proxy.Addr()
+	pool, err := database.Open(ctx, u.String(), database.Options{MaxConns: 1})
+	require.NoError(t, err)
+	t.Cleanup(pool.Close)
+	d := &Dispatcher{pool: pool}
+
+	l, err := d.listen(ctx)
+	require.NoError(t, err)
+	t.Cleanup(func() { l.close(ctx) })
+	notified, err := l.wait(ctx, 100*time.Millisecond)
+	require.NoError(t, err)
+	require.False(t, notified)
+
+	proxy.BlackHole()
+	start := time.Now()
+	_, err = l.wait(ctx, time.Hour)
+	require.Error(t, err, "a silent connection is an error, not a long wait")
+	bound := listenerPingInterval + listenerTimeout + 10*time.Second // 10 s for a loaded machine
+	require.Less(t, time.Since(start), bound)
 }
