@@ -93,6 +93,7 @@ func run(args []string) error {
 		PollInterval:         s.pollInterval,
 		RescueStuckJobsAfter: s.rescueAfter,
 		ReconcileInterval:    s.reconcile,
+		FanOutTimeout:        s.fanOutTimeout,
 		ShutdownGrace:        s.shutdownGrace,
 		Registerer:           registry,
 		Logger:               logger,

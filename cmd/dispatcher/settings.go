@@ -25,6 +25,7 @@ type settings struct {
 	maxInflight   int
 	rescueAfter   time.Duration
 	reconcile     time.Duration
+	fanOutTimeout time.Duration
 	shutdownGrace time.Duration
 	metricsAddr   string
 	policy        schedule.Policy
@@ -66,6 +67,9 @@ func (s *settings) register(fs *flagenv.FlagSet) {
 	fs.DurationVar(&s.reconcile, "reconcile-interval", dispatcher.DefaultReconcileInterval,
 		"how often one dispatcher gives a new job to pending deliveries whose job ended without settling them (discarded, cancelled)")
 	fs.Env("reconcile-interval", "HERALD_RECONCILE_INTERVAL")
+	fs.DurationVar(&s.fanOutTimeout, "fan-out-timeout", dispatcher.DefaultFanOutTimeout,
+		"time limit of one fan-out transaction, which a dead database connection holds up (see dispatcher.RecoveryBound)")
+	fs.Env("fan-out-timeout", "HERALD_FAN_OUT_TIMEOUT")
 	fs.DurationVar(&s.shutdownGrace, "shutdown-grace", dispatcher.DefaultShutdownGrace,
 		"on SIGTERM, how long attempts in flight may finish before they are cancelled")
 	fs.Env("shutdown-grace", "HERALD_SHUTDOWN_GRACE")
@@ -97,7 +101,7 @@ func (s *settings) check() error {
 		value time.Duration
 	}{
 		{"--poll-interval", s.pollInterval}, {"--timeout", s.timeout}, {"--rescue-stuck-after", s.rescueAfter},
-		{"--reconcile-interval", s.reconcile}, {"--shutdown-grace", s.shutdownGrace}, {"--retry-base", s.policy.Base},
+		{"--reconcile-interval", s.reconcile}, {"--fan-out-timeout", s.fanOutTimeout}, {"--shutdown-grace", s.shutdownGrace}, {"--retry-base", s.policy.Base},
 		{"--retry-cap", s.policy.Cap}, {"--retry-window", s.policy.Window},
 	}
 	for _, p := range positive {

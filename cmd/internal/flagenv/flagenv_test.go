@@ -9,6 +9,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/heraldhq/herald/cmd/internal/flagenv"
+	"github.com/heraldhq/herald/internal/database"
 )
 
 // testBundle is a FlagSet with one flag of each kind the programs use.
@@ -97,7 +98,28 @@ func TestHelpShowsDefaultsAndVariablesButNotTheEnvironment(t *testing.T) {
 	require.Contains(t, help, `(env HERALD_DATABASE_URL) (default "postgres://postgres@127.0.0.1:5432/herald?sslmode=disable")`)
 	require.Contains(t, help, "(env HERALD_MIGRATE) (default true)")
 	require.Contains(t, help, "(env HERALD_MAX_CONNS) (default 25)")
+	require.Contains(t, help, "(env HERALD_DB_STATEMENT_TIMEOUT) (default 1m0s)")
+	require.Contains(t, help, "(env HERALD_MIGRATE_TIMEOUT) (default 10m0s)")
 	require.NotContains(t, help, "hunter2", "--help never prints the environment's values")
+}
+
+func TestDatabaseTimeoutsComeFromFlagsAndEnvironment(t *testing.T) {
+	t.Setenv("HERALD_DB_IDLE_IN_TRANSACTION_TIMEOUT", "5s")
+	t.Setenv("HERALD_DB_TCP_USER_TIMEOUT", "-1s")
+	fs := flagenv.New("test")
+	var db flagenv.Database
+	fs.DatabaseVar(&db, 25)
+
+	require.NoError(t, fs.Parse([]string{"--db-statement-timeout", "2m", "--migrate-timeout", "1h"}))
+	require.Equal(t, database.Timeouts{
+		Connect:           database.DefaultConnectTimeout,
+		Statement:         2 * time.Minute,
+		IdleInTransaction: 5 * time.Second,
+		Ping:              database.DefaultPingTimeout,
+		KeepAlive:         database.DefaultKeepAlive,
+		TCPUser:           -time.Second,
+	}, db.Timeouts)
+	require.Equal(t, time.Hour, db.MigrationTimeout)
 }
 
 func TestEnvWithoutItsFlagPanics(t *testing.T) {
