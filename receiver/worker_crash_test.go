@@ -20,8 +20,8 @@ import (
 	"github.com/heraldhq/herald/receiver"
 )
 
-// crashChildEnv, when set to a database URL, makes TestCrashingConsumerChild
-// a consumer process whose handler exits the process on the poison event.
+// crashChildEnv, when set to a database URL, makes the test binary (see
+// TestMain) a consumer process whose handler exits the process on the poison event.
 const crashChildEnv = "RECEIVER_CRASH_CHILD_DATABASE_URL"
 
 const (
@@ -119,14 +119,14 @@ func (b *testBundle) inboxSettled(t *testing.T) bool {
 	return unfinished == 0
 }
 
-// runCrashingConsumer runs TestCrashingConsumerChild until it dies, the
+// runCrashingConsumer runs the consumer process until it dies, the
 // inbox settles (then it is killed) or crashRunLimit passes, and says which.
 func runCrashingConsumer(t *testing.T, bundle *testBundle, url string) string {
 	t.Helper()
 	ctx, cancel := context.WithTimeout(bundle.ctx, crashRunLimit)
 	defer cancel()
 	var output bytes.Buffer
-	child := exec.CommandContext(ctx, os.Args[0], "-test.run=^TestCrashingConsumerChild$")
+	child := exec.CommandContext(ctx, os.Args[0])
 	child.Env = append(os.Environ(), crashChildEnv+"="+url)
 	child.Stdout, child.Stderr = &output, &output
 	require.NoError(t, child.Start())
@@ -154,17 +154,28 @@ func runCrashingConsumer(t *testing.T, bundle *testBundle, url string) string {
 	}
 }
 
-// TestCrashingConsumerChild is the consumer process of
-// TestWorkerEventThatKillsItsProcessBecomesADeadLetter; it runs only when
-// that test starts it.
-func TestCrashingConsumerChild(t *testing.T) {
-	url := os.Getenv(crashChildEnv)
-	if url == "" {
-		t.Skip("the consumer process of TestWorkerEventThatKillsItsProcessBecomesADeadLetter")
+// TestMain runs this test binary as the consumer process of
+// TestWorkerEventThatKillsItsProcessBecomesADeadLetter when that test starts
+// it (crashChildEnv holds the database URL), and as the tests otherwise.
+func TestMain(m *testing.M) {
+	if url := os.Getenv(crashChildEnv); url != "" {
+		if err := runCrashingConsumerChild(url); err != nil {
+			fmt.Fprintln(os.Stderr, "crashing consumer:", err)
+			os.Exit(1)
+		}
+		os.Exit(0)
 	}
+	os.Exit(m.Run())
+}
+
+// runCrashingConsumerChild is the consumer process: a Worker whose handler
+// exits the process on the poison event.
+func runCrashingConsumerChild(url string) error {
 	ctx := context.Background()
 	pool, err := pgxpool.New(ctx, url)
-	require.NoError(t, err)
+	if err != nil {
+		return err
+	}
 	handle := func(ctx context.Context, tx pgx.Tx, ev receiver.Event) error {
 		if _, err := tx.Exec(ctx, `INSERT INTO applied (webhook_id) VALUES ($1)`, ev.WebhookID); err != nil {
 			return err
@@ -182,6 +193,8 @@ func TestCrashingConsumerChild(t *testing.T) {
 		PruneInterval: -1,
 		Logger:        slog.New(slog.NewTextHandler(os.Stderr, nil)),
 	})
-	require.NoError(t, err)
-	require.NoError(t, w.Run(ctx))
+	if err != nil {
+		return err
+	}
+	return w.Run(ctx)
 }
