@@ -8,6 +8,7 @@ import (
 	"log/slog"
 	"math"
 	"net/http"
+	"net/netip"
 	"regexp"
 	"runtime/debug"
 	"strconv"
@@ -115,11 +116,7 @@ func (s *Server) recoverPanics(next http.Handler) http.Handler {
 func (s *Server) authenticate(next http.Handler) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		client := clientaddr.From(r)
-		if wait := s.throttle.Wait(client); wait > 0 {
-			seconds := int(math.Ceil(wait.Seconds()))
-			w.Header().Set("Retry-After", strconv.Itoa(seconds))
-			writeProblem(w, r, problem(http.StatusTooManyRequests, "too-many-failed-authentications", fmt.Sprintf(
-				"too many failed authentications came from your address; wait %d s (Retry-After) before the next request, and check the API key you send", seconds)))
+		if s.throttled(w, r, client, "the API key") {
 			return
 		}
 		scheme, token, _ := strings.Cut(r.Header.Get("Authorization"), " ")
@@ -223,11 +220,7 @@ func (s *Server) metricsAuth(next http.Handler) http.Handler {
 	want := []byte(s.metricsToken)
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		client := clientaddr.From(r)
-		if wait := s.throttle.Wait(client); wait > 0 {
-			seconds := int(math.Ceil(wait.Seconds()))
-			w.Header().Set("Retry-After", strconv.Itoa(seconds))
-			writeProblem(w, r, problem(http.StatusTooManyRequests, "too-many-failed-authentications", fmt.Sprintf(
-				"too many failed authentications came from your address; wait %d s (Retry-After) before the next request, and check the metrics token you send", seconds)))
+		if s.throttled(w, r, client, "the metrics token") {
 			return
 		}
 		scheme, token, _ := strings.Cut(r.Header.Get("Authorization"), " ")
@@ -240,4 +233,18 @@ func (s *Server) metricsAuth(next http.Handler) http.Handler {
 		}
 		next.ServeHTTP(w, r)
 	})
+}
+
+// throttled answers 429 with Retry-After, and reports true, when client has
+// spent its failed authentications; credential names what it should check.
+func (s *Server) throttled(w http.ResponseWriter, r *http.Request, client netip.Addr, credential string) bool {
+	wait := s.throttle.Wait(client)
+	if wait <= 0 {
+		return false
+	}
+	seconds := int(math.Ceil(wait.Seconds()))
+	w.Header().Set("Retry-After", strconv.Itoa(seconds))
+	writeProblem(w, r, problem(http.StatusTooManyRequests, "too-many-failed-authentications", fmt.Sprintf(
+		"too many failed authentications came from your address; wait %d s (Retry-After) before the next request, and check %s you send", seconds, credential)))
+	return true
 }
