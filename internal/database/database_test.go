@@ -40,13 +40,7 @@ func TestParseURLRejectsMalformed(t *testing.T) {
 func TestOpenCreatesMissingDatabase(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()
-	admin := pgtest.NewPoolFrom(t, pgtest.Empty)
-	cfg := admin.Config().ConnConfig.Copy()
-	cfg.Database = fmt.Sprintf("herald_create_%d", time.Now().UnixNano())
-	t.Cleanup(func() {
-		_, _ = admin.Exec(context.Background(), "DROP DATABASE IF EXISTS "+pgx.Identifier{cfg.Database}.Sanitize()+" WITH (FORCE)")
-	})
-	url := fmt.Sprintf("postgres://%s@%s:%d/%s?sslmode=disable", cfg.User, cfg.Host, cfg.Port, cfg.Database)
+	url, dbName := missingDatabase(t, "herald_create")
 
 	_, err := database.Open(ctx, url, database.Options{})
 	require.ErrorContains(t, err, "does not exist", "without CreateDatabase a missing database is an error")
@@ -56,7 +50,7 @@ func TestOpenCreatesMissingDatabase(t *testing.T) {
 	defer pool.Close()
 	var name string
 	require.NoError(t, pool.QueryRow(ctx, "SELECT current_database()").Scan(&name))
-	require.Equal(t, cfg.Database, name)
+	require.Equal(t, dbName, name)
 }
 
 // make run starts the api and the dispatcher at once on a fresh machine;
@@ -64,13 +58,7 @@ func TestOpenCreatesMissingDatabase(t *testing.T) {
 func TestOpenCreatesMissingDatabaseConcurrently(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()
-	admin := pgtest.NewPoolFrom(t, pgtest.Empty)
-	cfg := admin.Config().ConnConfig.Copy()
-	cfg.Database = fmt.Sprintf("herald_create_race_%d", time.Now().UnixNano())
-	t.Cleanup(func() {
-		_, _ = admin.Exec(context.Background(), "DROP DATABASE IF EXISTS "+pgx.Identifier{cfg.Database}.Sanitize()+" WITH (FORCE)")
-	})
-	url := fmt.Sprintf("postgres://%s@%s:%d/%s?sslmode=disable", cfg.User, cfg.Host, cfg.Port, cfg.Database)
+	url, _ := missingDatabase(t, "herald_create_race")
 
 	const programs = 4
 	errs := make(chan error, programs)
@@ -86,4 +74,18 @@ func TestOpenCreatesMissingDatabaseConcurrently(t *testing.T) {
 	for range programs {
 		require.NoError(t, <-errs)
 	}
+}
+
+// missingDatabase returns the URL and name of a database that does not
+// exist yet, named prefix and a unique suffix, and drops it when the test
+// ends.
+func missingDatabase(t *testing.T, prefix string) (url, name string) {
+	t.Helper()
+	admin := pgtest.NewPoolFrom(t, pgtest.Empty)
+	cfg := admin.Config().ConnConfig.Copy()
+	cfg.Database = fmt.Sprintf("%s_%d", prefix, time.Now().UnixNano())
+	t.Cleanup(func() {
+		_, _ = admin.Exec(context.Background(), "DROP DATABASE IF EXISTS "+pgx.Identifier{cfg.Database}.Sanitize()+" WITH (FORCE)")
+	})
+	return fmt.Sprintf("postgres://%s@%s:%d/%s?sslmode=disable", cfg.User, cfg.Host, cfg.Port, cfg.Database), cfg.Database
 }

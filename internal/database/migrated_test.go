@@ -2,7 +2,6 @@ package database_test
 
 import (
 	"context"
-	"fmt"
 	"log/slog"
 	"testing"
 	"time"
@@ -20,18 +19,13 @@ import (
 func TestOpenMigratedAppliesOnlyWhenAsked(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()
-	admin := pgtest.NewPoolFrom(t, pgtest.Empty)
-	cfg := admin.Config().ConnConfig.Copy()
-	cfg.Database = fmt.Sprintf("herald_migrated_%d", time.Now().UnixNano())
-	t.Cleanup(func() {
-		_, _ = admin.Exec(context.Background(), "DROP DATABASE IF EXISTS "+pgx.Identifier{cfg.Database}.Sanitize()+" WITH (FORCE)")
-	})
-	url := fmt.Sprintf("postgres://%s@%s:%d/%s?sslmode=disable", cfg.User, cfg.Host, cfg.Port, cfg.Database)
+	url, _ := missingDatabase(t, "herald_migrated")
+	unmigrated := pgtest.NewPoolFrom(t, pgtest.Empty)
 
 	_, err := database.OpenMigrated(ctx, database.Config{URL: url})
 	require.ErrorContains(t, err, "does not exist", "without Migrate a missing database is not created")
 
-	_, err = database.OpenMigrated(ctx, database.Config{URL: admin.Config().ConnString()})
+	_, err = database.OpenMigrated(ctx, database.Config{URL: unmigrated.Config().ConnString()})
 	require.ErrorIs(t, err, migrations.ErrPending, "without Migrate an unmigrated database is refused")
 	require.ErrorContains(t, err, "--migrate", "and the error says how to migrate it")
 
