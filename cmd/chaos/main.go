@@ -2,13 +2,19 @@
 // prints the result as a table; with --out it also writes it to
 // output.txt in a directory.
 //
-// It creates two databases on the server named by --database-url (Herald's
-// and the consumer's, chaos_… names, dropped again when it ends), builds
-// cmd/dispatcher unless --dispatcher names a binary, and runs two
-// dispatcher processes against them. By default the outage is a real
-// restart of the local Postgres cluster with pg_ctlcluster, which every
-// other client of that server goes through too; --postgres=connections
-// breaks only the run's own connections instead.
+// By default it runs its own Postgres server: initdb into a temporary
+// directory, pg_ctl start on a free loopback port (as the postgres user
+// when it runs as root), and pg_ctl stop and removal at the end. The outage
+// is then a real restart of that server (pg_ctl restart), which disturbs
+// no one else, so the run may go on beside other tests. --database-url
+// points it at an existing server instead; there the outage can only
+// break the run's own connections (--postgres=connections).
+//
+// It creates two databases on the server (Herald's and the consumer's,
+// chaos_… names), builds cmd/dispatcher unless --dispatcher names a
+// binary, and runs two dispatcher processes against them. It also runs
+// itself as the consumer's worker process (chaos.RunConsumerWorker, when
+// chaos.ConsumerWorkerEnv is set).
 package main
 
 import (
@@ -35,6 +41,13 @@ import (
 )
 
 func main() {
+	if spec, ok := os.LookupEnv(chaos.ConsumerWorkerEnv); ok {
+		if err := chaos.RunConsumerWorker(spec); err != nil {
+			fmt.Fprintln(os.Stderr, "chaos consumer worker:", err)
+			os.Exit(1)
+		}
+		return
+	}
 	if err := run(os.Args[1:], os.Stdout, os.Stderr); err != nil {
 		fmt.Fprintln(os.Stderr, "chaos:", err)
 		os.Exit(1)
@@ -52,15 +65,19 @@ func run(args []string, stdout, stderr io.Writer) error {
 		fmt.Fprintf(fs.Output(), "Usage: chaos [flags]\n\n"+
 			"Publishes events through Herald's outbox to a consumer built on package receiver,\n"+
 			"with two dispatcher processes, while the consumer fails, hangs and drops responses,\n"+
-			"dispatchers are killed with SIGKILL and Postgres restarts; then checks that every\n"+
-			"committed event was applied exactly once and prints the result.\n\nFlags:\n")
+			"dispatchers are killed with SIGKILL and Postgres restarts, an endpoint answers 410\n"+
+			"and is replayed, deliveries are resent and jobs ended by force, a dispatcher's\n"+
+			"database connections go silent and a poison event crashes the consumer's worker;\n"+
+			"then checks that every committed event was applied exactly once and prints the\n"+
+			"result. It runs its own Postgres server unless --database-url names one.\n\nFlags:\n")
 		fs.PrintDefaults()
 	}
-	url := fs.String("database-url", database.DefaultURL,
-		"Postgres server to create the chaos_* databases on; its database name is not used")
-	fs.Env("database-url", database.EnvURL)
+	url := fs.String("database-url", "",
+		"an existing Postgres server to create the chaos_* databases on (its database name is not used) instead of a private one; "+
+			"not read from "+database.EnvURL+", so that a shell's setting never points the run at a shared server")
+	pgBin := fs.String("pg-bin", defaultPGBin(), "directory of initdb and pg_ctl, for the private server")
 	out := fs.String("out", "", "directory to write output.txt into; empty prints only")
-	postgres := fs.String("postgres", "restart", "the outage: restart (pg_ctlcluster restart of the local cluster, every client of the server included), connections (break only this run's connections, for a shared server) or none")
+	postgres := fs.String("postgres", "", "the outage: restart (pg_ctl restart of the private server; not with --database-url), connections (break only this run's connections, for a shared server) or none; empty means restart, or connections with --database-url")
 	dispatcher := fs.String("dispatcher", "", "cmd/dispatcher binary to run; empty builds it from this checkout")
 	logDir := fs.String("log-dir", "", "directory for the dispatchers' logs; empty means a temporary one, removed when the run passes")
 	keep := fs.Bool("keep-databases", false, "keep the run's databases instead of dropping them, to look into a failed run")
@@ -90,19 +107,47 @@ func run(args []string, stdout, stderr io.Writer) error {
 	if err := cfg.Validate(); err != nil {
 		return err
 	}
+	if *postgres == "" {
+		*postgres = "restart"
+		if *url != "" {
+			*postgres = "connections"
+		}
+	}
 	if *postgres != "restart" && *postgres != "connections" && *postgres != "none" {
 		return fmt.Errorf("--postgres %q: want restart, connections or none", *postgres)
+	}
+	if *postgres == "restart" && *url != "" {
+		return errors.New("--postgres=restart restarts the run's private server; with --database-url (a server others may use) choose --postgres=connections or none")
+	}
+	self, err := os.Executable()
+	if err != nil {
+		return fmt.Errorf("find this program, to run it as the consumer's worker process: %w", err)
 	}
 
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
 	logger := slog.New(slog.NewTextHandler(stderr, nil))
 
-	srv, err := scratchdb.Open(ctx, *url)
+	serverURL := *url
+	var private *chaos.PrivateServer
+	if serverURL == "" {
+		logger.Info("chaos: starting a private Postgres server", "bin", *pgBin)
+		if private, err = chaos.StartPrivateServer(ctx, chaos.PrivateServerConfig{BinDir: *pgBin}); err != nil {
+			return err
+		}
+		defer func() {
+			if err := private.Stop(); err != nil {
+				fmt.Fprintln(stderr, "chaos:", err)
+			}
+		}()
+		serverURL = private.URL()
+		logger.Info("chaos: private Postgres server up", "addr", private.Addr())
+	}
+	srv, err := scratchdb.Open(ctx, serverURL)
 	if err != nil {
 		return err
 	}
-	setup := chaos.Setup{Logger: logger, LogDir: *logDir}
+	setup := chaos.Setup{Logger: logger, LogDir: *logDir, Self: self}
 	if setup.LogDir != "" {
 		if err := os.MkdirAll(setup.LogDir, 0o755); err != nil {
 			return fmt.Errorf("--log-dir: %w", err)
@@ -119,11 +164,14 @@ func run(args []string, stdout, stderr io.Writer) error {
 		}
 	}
 	defer func() {
-		if *keep {
+		switch {
+		case private != nil:
+			// Stopped and removed with its databases.
+		case *keep:
 			fmt.Fprintf(stderr, "chaos: kept the databases %s\n", strings.Join(srv.Created(), ", "))
-			return
+		default:
+			_ = srv.DropAll(context.WithoutCancel(ctx))
 		}
-		_ = srv.DropAll(context.WithoutCancel(ctx))
 	}()
 	if setup.HeraldURL, err = newDatabase(ctx, srv, "herald", migrations.Apply); err != nil {
 		return err
@@ -131,16 +179,14 @@ func run(args []string, stdout, stderr io.Writer) error {
 	if setup.ConsumerURL, err = newDatabase(ctx, srv, "consumer", nil); err != nil {
 		return err
 	}
-	if setup.Outage, err = chooseOutage(*postgres, srv); err != nil {
-		return err
-	}
+	setup.Outage = chooseOutage(*postgres, srv, private)
 
 	report, err := chaos.Run(ctx, cfg, setup)
 	if err != nil {
 		return fmt.Errorf("%w (dispatcher logs in %s)", err, setup.LogDir)
 	}
 	var text bytes.Buffer
-	writeHeader(&text, cfg, srv.Version(), *postgres)
+	writeHeader(&text, cfg, srv.Version(), *postgres, private != nil)
 	if err := report.WriteTable(&text); err != nil {
 		return err
 	}
@@ -166,18 +212,28 @@ func run(args []string, stdout, stderr io.Writer) error {
 }
 
 // chooseOutage turns --postgres (checked already) into the run's outage;
-// none is nil.
-func chooseOutage(mode string, srv *scratchdb.Server) (chaos.Outage, error) {
+// none is nil. restart needs the private server.
+func chooseOutage(mode string, srv *scratchdb.Server, private *chaos.PrivateServer) chaos.Outage {
 	switch mode {
 	case "restart":
-		return chaos.RestartCluster{AdminURL: srv.AdminURL()}, nil
+		return chaos.RestartServer{Server: private}
 	case "connections":
-		return chaos.TerminateConnections{AdminURL: srv.AdminURL(), Databases: srv.Created(), Down: 2 * time.Second}, nil
+		return chaos.TerminateConnections{AdminURL: srv.AdminURL(), Databases: srv.Created(), Down: 2 * time.Second}
 	}
-	return nil, nil
+	return nil
 }
 
-func writeHeader(w io.Writer, cfg chaos.Config, postgres, mode string) {
+// defaultPGBin is --pg-bin's default: the one version's bin directory
+// under /usr/lib/postgresql (Debian's layout), or empty.
+func defaultPGBin() string {
+	dirs, _ := filepath.Glob("/usr/lib/postgresql/*/bin")
+	if len(dirs) == 1 {
+		return dirs[0]
+	}
+	return ""
+}
+
+func writeHeader(w io.Writer, cfg chaos.Config, postgres, mode string, private bool) {
 	fmt.Fprintln(w, "chaos: Herald end to end under faults")
 	for _, line := range environment.Lines(postgres) {
 		fmt.Fprintln(w, line)
@@ -189,5 +245,11 @@ func writeHeader(w io.Writer, cfg chaos.Config, postgres, mode string) {
 		100*cfg.Faults.Fail, 100*cfg.Faults.Hang, 100*cfg.Faults.Drop, 100*cfg.Faults.Late)
 	fmt.Fprintf(w, "dispatchers: %d processes, --workers %d --timeout %s --rescue-stuck-after %s --retry-base %s --retry-cap %s; %d SIGKILLs, each down %s\n",
 		cfg.Dispatchers, cfg.Workers, cfg.SenderTimeout, cfg.RescueAfter, cfg.RetryBase, cfg.RetryCap, cfg.Kills, cfg.Downtime)
-	fmt.Fprintf(w, "postgres outage: --postgres=%s\n\n", mode)
+	server := "an existing server (--database-url)"
+	if private {
+		server = "a private server of the run's own (initdb, pg_ctl start on a free loopback port; fsync off)"
+	}
+	fmt.Fprintf(w, "postgres: %s; outage: --postgres=%s\n", server, mode)
+	fmt.Fprintf(w, "also: %.0f%% of the events to a second endpoint answering 410 Gone until %.0f%% of the run, then enabled and replayed (only_failed); %d pending deliveries resent; %d delivery jobs ended by force (reconciler every %s); dispatcher 0's database black-holed for %s; event %d kills the consumer's worker process (lease %s, %d attempts)\n\n",
+		100*cfg.GoneShare, 100*cfg.GoneUntil, cfg.Resends, cfg.ForcedEnds, cfg.ReconcileInterval, cfg.BlackHole, cfg.Poison, cfg.ConsumerLease, cfg.ConsumerMaxAttempts)
 }

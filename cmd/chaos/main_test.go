@@ -14,6 +14,7 @@ func TestFlagsAreChecked(t *testing.T) {
 		want string
 	}{
 		{[]string{"--postgres", "reboot"}, `--postgres "reboot": want restart, connections or none`},
+		{[]string{"--database-url", "postgres://127.0.0.1:5432/x", "--postgres", "restart"}, "--postgres=restart restarts the run's private server"},
 		{[]string{"--events", "-5"}, "Events is -5"},
 		{[]string{"extra"}, `unexpected argument "extra"`},
 	} {

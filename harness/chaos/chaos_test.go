@@ -3,8 +3,10 @@ package chaos_test
 import (
 	"bytes"
 	"context"
+	"fmt"
 	"log/slog"
 	"net/url"
+	"os"
 	"strings"
 	"testing"
 	"time"
@@ -15,13 +17,30 @@ import (
 	"github.com/heraldhq/herald/internal/pgtest"
 )
 
+// TestMain runs the test binary as the consumer's worker process when
+// the run starts it so (see chaos.Setup.Self).
+func TestMain(m *testing.M) {
+	if spec, ok := os.LookupEnv(chaos.ConsumerWorkerEnv); ok {
+		if err := chaos.RunConsumerWorker(spec); err != nil {
+			fmt.Fprintln(os.Stderr, "chaos consumer worker:", err)
+			os.Exit(1)
+		}
+		os.Exit(0)
+	}
+	os.Exit(m.Run())
+}
+
 // The small run: 1,000 events through two dispatcher processes, two of
 // them killed along the way, every connection to the test's two databases
 // broken once (the server is shared with other tests, so it is not
-// restarted), and the consumer failing, hanging and dropping responses.
+// restarted), the consumer failing, hanging and dropping responses, and
+// the run's other disruptions: an endpoint gone and replayed, resends,
+// jobs ended by force, a black-holed dispatcher and a poison event.
 func TestChaos(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()
+	self, err := os.Executable()
+	require.NoError(t, err)
 	heraldURL := pgtest.NewDatabase(t, pgtest.Herald)
 	consumerURL := pgtest.NewDatabase(t, pgtest.Empty)
 	bin, err := chaos.BuildDispatcher(ctx, t.TempDir())
@@ -39,6 +58,7 @@ func TestChaos(t *testing.T) {
 		},
 		LogDir: t.TempDir(),
 		Logger: slog.New(slog.NewTextHandler(t.Output(), nil)),
+		Self:   self,
 	})
 	require.NoError(t, err)
 	var table bytes.Buffer
@@ -47,7 +67,17 @@ func TestChaos(t *testing.T) {
 
 	require.Empty(t, report.Problems, "the run's checks:\n%s", table.String())
 	require.Equal(t, cfg.Events, report.Events)
-	require.Equal(t, cfg.Events, report.AppliedOnce, "every committed event applied exactly once")
+	require.Equal(t, cfg.Events-1, report.AppliedOnce, "every committed event but the poison one applied exactly once")
+	require.True(t, report.PoisonDead, "the poison event is a dead letter")
+	require.Positive(t, report.WorkerCrashes)
+	require.Zero(t, report.InFlightAtOnce, "no delivery had two attempts in flight at once")
+	require.Zero(t, report.Deliveries["pending"])
+	require.Equal(t, cfg.Resends, report.ResentSucceeded)
+	require.Equal(t, cfg.ForcedEnds, report.ForcedRecovered)
+	require.Positive(t, report.GoneAttempts, "the second endpoint was disabled by a 410")
+	require.Positive(t, report.Replayed)
+	require.Equal(t, report.GoneDeliveries, report.GoneSucceeded)
+	require.Equal(t, 1, report.BlackHoles)
 	require.Zero(t, report.Lost)
 	require.Zero(t, report.AppliedTwice)
 	require.Equal(t, report.Objects, report.ObjectsLatest)

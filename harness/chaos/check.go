@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"net/http"
 	"slices"
+	"strconv"
 	"strings"
 	"time"
 
@@ -13,6 +14,7 @@ import (
 	"github.com/jackc/pgx/v5/pgxpool"
 
 	"github.com/heraldhq/herald/delivery"
+	"github.com/heraldhq/herald/replay"
 )
 
 // deliveryKinds are the River job kinds that send deliveries.
@@ -57,13 +59,18 @@ type attemptRow struct {
 }
 
 // check reads the end state of a run into r and notes every problem.
-func check(ctx context.Context, r *Report, herald, consumer *pgxpool.Pool, arrivals []arrival, rolledBack []uuid.UUID) error {
+func check(ctx context.Context, r *Report, h *harness) error {
+	herald, consumer := h.herald, h.consumerDB
+	arrivals := h.consumer.requestsSeen()
 	messages, err := readMessages(ctx, herald)
 	if err != nil {
 		return err
 	}
-	checkMessages(r, messages, rolledBack)
+	checkMessages(r, messages, h.producers.rolledBackIDs())
 	if err := checkDeliveries(ctx, r, herald); err != nil {
+		return err
+	}
+	if err := checkOperations(ctx, r, h, arrivals); err != nil {
 		return err
 	}
 	attempts, err := readAttempts(ctx, herald)
@@ -75,10 +82,138 @@ func check(ctx context.Context, r *Report, herald, consumer *pgxpool.Pool, arriv
 		return err
 	}
 	checkArrivals(r, messages, arrivals, attempts, jobErrors)
-	if err := checkLedger(ctx, r, consumer, messages); err != nil {
+	checkInFlight(r, arrivals)
+	poison, err := poisonEvent(r, messages)
+	if err != nil {
 		return err
 	}
-	return checkObjects(ctx, r, herald, consumer)
+	if err := checkLedger(ctx, r, consumer, messages, poison); err != nil {
+		return err
+	}
+	return checkObjects(ctx, r, herald, consumer, poison)
+}
+
+// poisonEvent finds the poison event among the committed ones; nil when
+// the run has none.
+func poisonEvent(r *Report, messages map[string]message) (*poisoned, error) {
+	if r.Config.Poison < 0 {
+		return nil, nil
+	}
+	key := "event-" + strconv.Itoa(r.Config.Poison)
+	for id, m := range messages {
+		if m.key == key {
+			r.Poison = id
+			return &poisoned{webhookID: id, message: m}, nil
+		}
+	}
+	return nil, fmt.Errorf("chaos: the poison event %d (idempotency key %s) was never committed", r.Config.Poison, key)
+}
+
+// poisoned is the poison event.
+type poisoned struct {
+	webhookID string
+	message
+}
+
+// checkInFlight checks that no delivery had two requests in flight at the
+// consumer at once.
+func checkInFlight(r *Report, arrivals []arrival) {
+	found := overlaps(arrivals)
+	r.InFlightAtOnce = len(found)
+	if len(found) > 0 {
+		texts := make([]string, len(found))
+		for i, o := range found {
+			texts[i] = o.String()
+		}
+		r.problem("%d requests arrived while another request of the same delivery was still in flight, e.g. %s", len(found), examples(texts))
+	}
+}
+
+// checkOperations checks what became of what the run did to Herald: the
+// second endpoint's deliveries, the resent deliveries and those whose job
+// was ended by force.
+func checkOperations(ctx context.Context, r *Report, h *harness, arrivals []arrival) error {
+	herald := h.herald
+	for _, a := range arrivals {
+		if a.fault == Gone {
+			r.GoneRequests++
+		}
+	}
+	if r.Config.GoneShare > 0 {
+		var gone map[string]int
+		var err error
+		if gone, err = countBy(ctx, herald, selectEndpointDeliveries, h.goneEndpoint); err != nil {
+			return fmt.Errorf("read the second endpoint's deliveries: %w", err)
+		}
+		r.GoneDeliveries, r.GoneSucceeded = sum(gone), gone["succeeded"]
+		if err := herald.QueryRow(ctx, countGoneAttempts, h.goneEndpoint).Scan(&r.GoneAttempts); err != nil {
+			return fmt.Errorf("count 410 attempts: %w", err)
+		}
+		if r.GoneAttempts == 0 {
+			r.problem("no attempt to the second endpoint recorded its 410 Gone: it was never disabled")
+		}
+		if r.GoneDeliveries == 0 || r.GoneSucceeded != r.GoneDeliveries {
+			r.problem("want every delivery to the second endpoint succeeded after its replay: %s", statusText(gone))
+		}
+		if r.replayID == uuid.Nil {
+			r.problem("the second endpoint was never replayed")
+		} else {
+			rep, err := replay.Get(ctx, herald, tenant, h.goneEndpoint, r.replayID)
+			if err != nil {
+				return fmt.Errorf("read the replay: %w", err)
+			}
+			r.Replayed = rep.Total
+			if rep.Status != replay.StatusCompleted || rep.Total == 0 || rep.Enqueued != rep.Total || rep.Done != rep.Total {
+				r.problem("the only_failed replay of the second endpoint is %s with %d of %d enqueued and %d done; want it completed, all done, and not empty", rep.Status, rep.Enqueued, rep.Total, rep.Done)
+			}
+		}
+	}
+
+	r.Resends = len(r.resent)
+	var failed []string
+	for _, w := range r.resent {
+		var status string
+		if err := herald.QueryRow(ctx, selectDeliveryStatus, w.message, w.endpointID).Scan(&status); err != nil {
+			return fmt.Errorf("read a resent delivery: %w", err)
+		}
+		if status == "succeeded" {
+			r.ResentSucceeded++
+		} else {
+			failed = append(failed, w.webhookID+" "+status)
+		}
+	}
+	if len(failed) > 0 {
+		r.problem("%d resent deliveries did not succeed: %s", len(failed), examples(failed))
+	}
+
+	r.ForcedEnds = len(r.forced)
+	var stranded []string
+	for _, f := range r.forced {
+		var status string
+		var later int
+		if err := herald.QueryRow(ctx, selectDeliveryStatus, f.message, f.endpointID).Scan(&status); err != nil {
+			return fmt.Errorf("read a delivery whose job was ended: %w", err)
+		}
+		if err := herald.QueryRow(ctx, selectJobsAfter, f.delivery, f.job, deliveryKinds).Scan(&later); err != nil {
+			return fmt.Errorf("read the jobs of a delivery whose job was ended: %w", err)
+		}
+		if status == "succeeded" && later > 0 {
+			r.ForcedRecovered++
+		} else {
+			stranded = append(stranded, fmt.Sprintf("%s (job %d %s): %s, %d later jobs completed", f.webhookID, f.job, f.how, status, later))
+		}
+	}
+	if len(stranded) > 0 {
+		r.problem("%d deliveries whose job was ended by force were not given a new job that delivered them: %s", len(stranded), examples(stranded))
+	}
+	var ended int
+	if err := herald.QueryRow(ctx, countEndedJobs, deliveryKinds).Scan(&ended); err != nil {
+		return fmt.Errorf("count ended delivery jobs: %w", err)
+	}
+	if ended != len(r.forced) {
+		r.problem("%d delivery jobs were discarded or cancelled, %d of them by the run: River gave up %d by itself; job states: %v", ended, len(r.forced), ended-len(r.forced), r.Jobs)
+	}
+	return nil
 }
 
 func readMessages(ctx context.Context, herald *pgxpool.Pool) (map[string]message, error) {
@@ -132,9 +267,6 @@ func checkDeliveries(ctx context.Context, r *Report, herald *pgxpool.Pool) error
 	}
 	if n := r.Deliveries["succeeded"]; n != r.Events || n != sum(r.Deliveries) {
 		r.problem("want every one of the %d events delivered: %s", r.Events, statusText(r.Deliveries))
-	}
-	if n := r.Jobs["discarded"] + r.Jobs["cancelled"]; n > 0 {
-		r.problem("%d delivery jobs were given up by River (discarded or cancelled); job states: %v", n, r.Jobs)
 	}
 	var miscounted int
 	if err := herald.QueryRow(ctx, selectMiscountedDeliveries).Scan(&miscounted); err != nil {
@@ -320,6 +452,10 @@ func (a arrival) answer() string {
 		return answeredDrop
 	case Late:
 		return answeredLate
+	case Gone:
+		return answeredGone
+	case Defer:
+		return answeredDefer
 	}
 	switch a.inbox {
 	case http.StatusOK:
@@ -337,6 +473,10 @@ func (a arrival) recordedAs(at attemptRow, timeout time.Duration) bool {
 	retried := at.outcome == string(delivery.Retry)
 	timedOut := retried && at.status == 0 && strings.Contains(at.problem, "timed out")
 	switch a.fault {
+	case Gone:
+		return at.outcome == string(delivery.EndpointGone) && at.status == http.StatusGone
+	case Defer:
+		return retried && at.status == http.StatusTooManyRequests
 	case Fail:
 		return retried && at.status == http.StatusInternalServerError
 	case Hang, Late:
@@ -365,7 +505,9 @@ func (a arrival) recordedAs(at attemptRow, timeout time.Duration) bool {
 }
 
 // checkLedger counts how often the consumer applied each committed event.
-func checkLedger(ctx context.Context, r *Report, consumer *pgxpool.Pool, messages map[string]message) error {
+// The poison event must be a dead letter, never applied, and the only
+// dead letter.
+func checkLedger(ctx context.Context, r *Report, consumer *pgxpool.Pool, messages map[string]message, poison *poisoned) error {
 	rows, err := consumer.Query(ctx, selectLedger)
 	if err != nil {
 		return fmt.Errorf("read the ledger: %w", err)
@@ -379,6 +521,12 @@ func checkLedger(ctx context.Context, r *Report, consumer *pgxpool.Pool, message
 	var twice, lost, strays []string
 	extra := 0
 	for id := range messages {
+		if poison != nil && id == poison.webhookID {
+			if n := applied[id]; n > 0 {
+				r.problem("the poison event %s was applied %d times; it kills the process that applies it", id, n)
+			}
+			continue
+		}
 		switch n := applied[id]; {
 		case n == 0:
 			r.Lost++
@@ -406,19 +554,41 @@ func checkLedger(ctx context.Context, r *Report, consumer *pgxpool.Pool, message
 	if len(strays) > 0 {
 		r.problem("%d applied events were never committed, e.g. %s", len(strays), examples(strays))
 	}
-	var dead int
-	if err := consumer.QueryRow(ctx, selectDeadLetters).Scan(&dead); err != nil {
-		return fmt.Errorf("count dead letters: %w", err)
+	rows, err = consumer.Query(ctx, selectDeadLetterIDs)
+	if err != nil {
+		return fmt.Errorf("read the dead letters: %w", err)
 	}
-	if dead > 0 {
-		r.problem("%d events are dead letters in the consumer's inbox", dead)
+	var others []string
+	var attempts int
+	_, err = pgx.ForEachRow(rows, []any{&id, &attempts}, func() error {
+		r.DeadLetters++
+		if poison != nil && id == poison.webhookID {
+			r.PoisonDead, r.PoisonAttempts = true, attempts
+			return nil
+		}
+		others = append(others, id)
+		return nil
+	})
+	if err != nil {
+		return fmt.Errorf("read the dead letters: %w", err)
+	}
+	if len(others) > 0 {
+		r.problem("%d events other than the poison one are dead letters in the consumer's inbox, e.g. %s", len(others), examples(others))
+	}
+	if poison != nil && !r.PoisonDead {
+		r.problem("the poison event %s is not a dead letter in the consumer's inbox", poison.webhookID)
+	}
+	if poison != nil && r.WorkerCrashes == 0 {
+		r.problem("the consumer's worker process never died on the poison event %s", poison.webhookID)
 	}
 	return nil
 }
 
 // checkObjects compares each object's sequence number at the producer,
-// its version in Herald and its state at the consumer.
-func checkObjects(ctx context.Context, r *Report, herald, consumer *pgxpool.Pool) error {
+// its version in Herald and its state at the consumer. The poison event
+// never applies: when it is its object's latest, the one before is
+// expected.
+func checkObjects(ctx context.Context, r *Report, herald, consumer *pgxpool.Pool, poison *poisoned) error {
 	type state struct{ version, seq int64 }
 	rows, err := consumer.Query(ctx, selectConsumerObjects)
 	if err != nil {
@@ -439,7 +609,11 @@ func checkObjects(ctx context.Context, r *Report, herald, consumer *pgxpool.Pool
 	_, err = pgx.ForEachRow(rows, []any{&id, &seq, &version}, func() error {
 		r.Objects++
 		got := applied[id]
-		if version == seq && got == (state{version: version, seq: seq}) {
+		want := state{version: version, seq: seq}
+		if poison != nil && poison.objectID == id && poison.version == version {
+			want = state{version: version - 1, seq: seq - 1}
+		}
+		if version == seq && got == want {
 			r.ObjectsLatest++
 			return nil
 		}

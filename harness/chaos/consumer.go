@@ -4,10 +4,12 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"io"
 	"log/slog"
 	"net/http"
 	"net/http/httptest"
 	"os"
+	"strconv"
 	"strings"
 	"sync"
 	"time"
@@ -22,34 +24,41 @@ import (
 // source is the consumer's name for Herald as a sender.
 const source = "herald"
 
-// consumerConns is the size of the consumer's pool: its Handler and its
-// Workers share it.
+// consumerConns is the size of the pool of the consumer's Handler.
 const consumerConns = 6
 
-// consumerWorkers is how many receiver Workers apply the inbox at once.
-const consumerWorkers = 2
+// The consumer's two endpoints, by the path of their URL.
+const (
+	mainPath = "/webhooks"
+	gonePath = "/gone"
+)
 
 // consumer is the webhook consumer of a run: receiver's Handler behind the
-// fault injector, and receiver Workers that apply the inbox to the ledger
-// and the objects. It records every request it gets.
+// fault injector, at two endpoints (see gonePath), storing into the inbox
+// that the consumer's worker process applies (see workerProcess). It
+// records every request it gets.
 type consumer struct {
-	pool    *pgxpool.Pool
-	inbox   *receiver.Handler
-	workers []*receiver.Worker
-	faults  Faults
-	seed    uint64
+	pool   *pgxpool.Pool
+	inbox  *receiver.Handler
+	faults Faults
+	seed   uint64
 	// patience bounds how long a held request waits for the sender to hang
 	// up; it is longer than the sender's timeout.
 	patience time.Duration
 
-	mu       sync.Mutex
-	arrivals []arrival
-	requests map[string]int  // requests per webhook ID so far
-	stored   map[string]bool // webhook IDs the inbox has stored
+	deferred float64 // Config.Deferred
+
+	mu        sync.Mutex
+	gone      bool // the second endpoint answers 410 Gone
+	deferring bool // the first requests of a share deferred of the events are answered 429
+	arrivals  []arrival
+	requests  map[string]int  // requests per webhook ID so far
+	stored    map[string]bool // webhook IDs the inbox has stored
 }
 
 // arrival is one request the consumer got.
 type arrival struct {
+	endpoint  string // the URL's path: mainPath or gonePath
 	webhookID string
 	timestamp string // the webhook-timestamp header: which attempt this is
 	at, end   time.Time
@@ -62,37 +71,42 @@ type arrival struct {
 	duplicate bool
 }
 
-func newConsumer(pool *pgxpool.Pool, secret signing.Secret, cfg Config, logger *slog.Logger) (*consumer, error) {
-	inbox, err := receiver.NewHandler(pool, source, receiver.VerifyConfig{Secrets: []signing.Secret{secret}, Logger: logger})
+// newConsumer returns the consumer of the endpoints whose signing secrets
+// are secrets; the second endpoint answers 410 Gone until endGone.
+func newConsumer(pool *pgxpool.Pool, secrets []signing.Secret, cfg Config, logger *slog.Logger) (*consumer, error) {
+	inbox, err := receiver.NewHandler(pool, source, receiver.VerifyConfig{Secrets: secrets, Logger: logger})
 	if err != nil {
 		return nil, err
 	}
-	c := &consumer{
-		pool:     pool,
-		inbox:    inbox,
-		faults:   cfg.Faults,
-		seed:     cfg.Seed,
-		patience: 2*cfg.SenderTimeout + time.Second,
-		requests: make(map[string]int),
-		stored:   make(map[string]bool),
-	}
-	for range consumerWorkers {
-		w, err := receiver.NewWorker(pool, c.apply, receiver.WorkerConfig{
-			BatchSize:    50,
-			PollInterval: 100 * time.Millisecond,
-			RetryDelay:   func(int) time.Duration { return 200 * time.Millisecond },
-			// A batch whose hand-back failed during the Postgres restart
-			// waits out its lease; a short one keeps the run's drain short.
-			LeaseDuration: 5 * time.Second,
-			PruneInterval: -1,
-			Logger:        logger,
-		})
-		if err != nil {
-			return nil, err
-		}
-		c.workers = append(c.workers, w)
-	}
-	return c, nil
+	return &consumer{
+		pool:      pool,
+		inbox:     inbox,
+		faults:    cfg.Faults,
+		seed:      cfg.Seed,
+		patience:  2*cfg.SenderTimeout + time.Second,
+		gone:      cfg.GoneShare > 0,
+		deferred:  cfg.Deferred,
+		deferring: cfg.Deferred > 0,
+		requests:  make(map[string]int),
+		stored:    make(map[string]bool),
+	}, nil
+}
+
+// deferRetryAfter is the Retry-After of a Defer answer.
+const deferRetryAfter = 20 * time.Second
+
+// endDeferring stops the 429 answers.
+func (c *consumer) endDeferring() {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.deferring = false
+}
+
+// endGone makes the second endpoint answer as the first does.
+func (c *consumer) endGone() {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.gone = false
 }
 
 // migrateConsumer creates the receiver's tables and the consumer's own.
@@ -109,16 +123,29 @@ func migrateConsumer(ctx context.Context, pool *pgxpool.Pool) error {
 // ServeHTTP draws the request's fault and acts it out around the inbox
 // Handler.
 func (c *consumer) ServeHTTP(w http.ResponseWriter, r *http.Request) {
-	a := arrival{webhookID: r.Header.Get(signing.HeaderID), timestamp: r.Header.Get(signing.HeaderTimestamp), at: time.Now()}
+	a := arrival{endpoint: r.URL.Path, webhookID: r.Header.Get(signing.HeaderID), timestamp: r.Header.Get(signing.HeaderTimestamp), at: time.Now()}
 	c.mu.Lock()
 	c.requests[a.webhookID]++
 	n := c.requests[a.webhookID]
 	a.duplicate = c.stored[a.webhookID]
+	gone := c.gone && a.endpoint == gonePath
+	deferring := c.deferring && a.endpoint == mainPath && n == 1
 	c.mu.Unlock()
 	a.fault = c.faults.draw(c.seed, a.webhookID, n)
+	switch {
+	case gone:
+		a.fault = Gone
+	case deferring && unit(c.seed, "defer", a.webhookID) < c.deferred:
+		a.fault = Defer
+	}
 	defer c.record(&a) // also when Drop aborts the handler
 
 	switch a.fault {
+	case Gone:
+		http.Error(w, "this endpoint is gone", http.StatusGone)
+	case Defer:
+		w.Header().Set("Retry-After", strconv.Itoa(int(deferRetryAfter/time.Second)))
+		http.Error(w, "come back later", http.StatusTooManyRequests)
 	case Fail:
 		http.Error(w, "injected failure", http.StatusInternalServerError)
 	case Hang:
@@ -152,8 +179,11 @@ func (c *consumer) store(r *http.Request, a *arrival) *httptest.ResponseRecorder
 }
 
 // waitForSender holds the request until the sender hangs up, which it does
-// at its timeout.
+// at its timeout. The body is read first: only then does net/http watch
+// the connection and cancel the request's context when the sender closes
+// it, so that the request's recorded end is when the sender gave up.
 func (c *consumer) waitForSender(r *http.Request) {
+	_, _ = io.Copy(io.Discard, r.Body)
 	t := time.NewTimer(c.patience)
 	defer t.Stop()
 	select {
@@ -187,39 +217,34 @@ func (c *consumer) requestsSeen() []arrival {
 // line, tab-separated, for a look at a run after the fact.
 func (c *consumer) writeRequests(path string) error {
 	var b strings.Builder
-	b.WriteString("webhook_id\twebhook_timestamp\tarrived\tanswered\tfault\tinbox\tduplicate\n")
+	b.WriteString("endpoint\twebhook_id\twebhook_timestamp\tarrived\tanswered\tfault\tinbox\tduplicate\n")
 	for _, a := range c.requestsSeen() {
-		fmt.Fprintf(&b, "%s\t%s\t%s\t%s\t%s\t%d\t%t\n", a.webhookID, a.timestamp,
+		fmt.Fprintf(&b, "%s\t%s\t%s\t%s\t%s\t%s\t%d\t%t\n", a.endpoint, a.webhookID, a.timestamp,
 			a.at.Format(time.RFC3339Nano), a.end.Format(time.RFC3339Nano), a.fault, a.inbox, a.duplicate)
 	}
 	return os.WriteFile(path, []byte(b.String()), 0o644)
 }
 
-// run runs the Workers until ctx ends.
-func (c *consumer) run(ctx context.Context) error {
-	var wg sync.WaitGroup
-	errs := make([]error, len(c.workers))
-	for i, w := range c.workers {
-		wg.Go(func() { errs[i] = w.Run(ctx) })
-	}
-	wg.Wait()
-	for _, err := range errs {
-		if err != nil {
-			return err
-		}
-	}
-	return nil
-}
-
 // apply is the consumer's business logic: every application of an event is
 // a ledger row (so a second one would show), and the object takes the
-// event's state only when its version is newer than the one applied.
-func (c *consumer) apply(ctx context.Context, tx pgx.Tx, ev receiver.Event) error {
+// event's state only when its version is newer than the one applied. The
+// poison event (the event numbered poison) calls crash instead.
+func apply(poison int, crash func()) receiver.HandleFunc {
+	return func(ctx context.Context, tx pgx.Tx, ev receiver.Event) error {
+		return applyEvent(ctx, tx, ev, poison, crash)
+	}
+}
+
+func applyEvent(ctx context.Context, tx pgx.Tx, ev receiver.Event, poison int, crash func()) error {
 	var data struct {
-		Seq int64 `json:"seq"`
+		Seq   int64 `json:"seq"`
+		Event int   `json:"event"`
 	}
 	if err := json.Unmarshal(ev.Data, &data); err != nil {
 		return fmt.Errorf("event %s: data: %w", ev.WebhookID, err)
+	}
+	if data.Event == poison {
+		crash()
 	}
 	if _, err := tx.Exec(ctx, insertLedger, ev.WebhookID, ev.ObjectID, ev.Version, data.Seq); err != nil {
 		return fmt.Errorf("event %s: ledger: %w", ev.WebhookID, err)

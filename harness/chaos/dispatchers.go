@@ -33,16 +33,32 @@ func BuildDispatcher(ctx context.Context, dir string) (string, error) {
 	return bin, nil
 }
 
-// dispatcherArgs are the flags every dispatcher process of a run gets.
+// The dispatchers' database timeouts, shorter than the defaults so that a
+// black-holed dispatcher's recovery bound (dispatcher.RecoveryBound) is
+// half a minute rather than two.
+const (
+	dbConnectTimeout           = 2 * time.Second
+	dbPingTimeout              = time.Second
+	dbIdleInTransactionTimeout = 5 * time.Second
+	fanOutTimeout              = 5 * time.Second
+	pollInterval               = 200 * time.Millisecond
+)
+
+// dispatcherArgs are the flags a dispatcher process of a run gets.
 func dispatcherArgs(cfg Config, databaseURL string) []string {
 	return []string{
 		"--database-url", databaseURL,
+		"--db-connect-timeout", dbConnectTimeout.String(),
+		"--db-ping-timeout", dbPingTimeout.String(),
+		"--db-idle-in-transaction-timeout", dbIdleInTransactionTimeout.String(),
+		"--fan-out-timeout", fanOutTimeout.String(),
+		"--reconcile-interval", cfg.ReconcileInterval.String(),
 		"--migrate=false",
 		"--allow-cidrs", "127.0.0.1/32",
 		"--workers", strconv.Itoa(cfg.Workers),
 		"--max-conns", strconv.Itoa(cfg.MaxConns),
 		"--max-inflight-per-endpoint", strconv.Itoa(cfg.Workers),
-		"--poll-interval", "200ms",
+		"--poll-interval", pollInterval.String(),
 		"--timeout", cfg.SenderTimeout.String(),
 		"--rescue-stuck-after", cfg.RescueAfter.String(),
 		"--retry-base", cfg.RetryBase.String(),
@@ -56,7 +72,7 @@ func dispatcherArgs(cfg Config, databaseURL string) []string {
 // its output appended to a log file of its own.
 type fleet struct {
 	bin    string
-	args   []string
+	args   [][]string // per dispatcher
 	env    []string
 	logDir string
 
@@ -67,12 +83,17 @@ type fleet struct {
 	unexpected []string
 }
 
+// startupGrace is how long after its start a dispatcher is left before
+// the run's end stops it.
+const startupGrace = 3 * time.Second
+
 // process is one run of one dispatcher.
 type process struct {
-	index int
-	cmd   *exec.Cmd
-	log   *os.File
-	done  chan struct{}
+	index   int
+	started time.Time
+	cmd     *exec.Cmd
+	log     *os.File
+	done    chan struct{}
 
 	// signalled is set before the fleet kills or stops the process, so its
 	// exit is not reported as unexpected.
@@ -81,8 +102,8 @@ type process struct {
 	err       error
 }
 
-func newFleet(bin string, args, env []string, logDir string, n int) *fleet {
-	return &fleet{bin: bin, args: args, env: env, logDir: logDir, procs: make([]*process, n)}
+func newFleet(bin string, args [][]string, env []string, logDir string) *fleet {
+	return &fleet{bin: bin, args: args, env: env, logDir: logDir, procs: make([]*process, len(args))}
 }
 
 // logPath is where dispatcher i writes its logs, across its restarts.
@@ -97,7 +118,7 @@ func (f *fleet) start(i int) error {
 		return fmt.Errorf("dispatcher %d log: %w", i, err)
 	}
 	fmt.Fprintf(log, "--- chaos: starting dispatcher %d at %s\n", i, time.Now().Format(time.RFC3339Nano))
-	cmd := exec.Command(f.bin, f.args...)
+	cmd := exec.Command(f.bin, f.args[i]...)
 	cmd.Env = f.env
 	cmd.Stdout = log
 	cmd.Stderr = log
@@ -105,7 +126,7 @@ func (f *fleet) start(i int) error {
 		log.Close()
 		return fmt.Errorf("start dispatcher %d: %w", i, err)
 	}
-	p := &process{index: i, cmd: cmd, log: log, done: make(chan struct{})}
+	p := &process{index: i, started: time.Now(), cmd: cmd, log: log, done: make(chan struct{})}
 	go f.wait(p)
 	f.mu.Lock()
 	f.procs[i] = p
@@ -141,15 +162,36 @@ func (f *fleet) kill(i int) error {
 	p.mu.Lock()
 	p.signalled = true
 	p.mu.Unlock()
-	if err := p.cmd.Process.Signal(syscall.SIGKILL); err != nil {
-		return fmt.Errorf("kill dispatcher %d: %w", i, err)
+	select {
+	case <-p.done:
+		// It exited by itself, which wait noted; it is started again.
+	default:
+		if err := p.cmd.Process.Signal(syscall.SIGKILL); err != nil {
+			return fmt.Errorf("kill dispatcher %d: %w", i, err)
+		}
+		<-p.done
 	}
-	<-p.done
 	f.mu.Lock()
 	f.procs[i] = nil
 	f.kills++
 	f.mu.Unlock()
 	return nil
+}
+
+// running returns when dispatcher i was started, if it is running.
+func (f *fleet) running(i int) (started time.Time, ok bool) {
+	f.mu.Lock()
+	p := f.procs[i]
+	f.mu.Unlock()
+	if p == nil {
+		return time.Time{}, false
+	}
+	select {
+	case <-p.done:
+		return time.Time{}, false
+	default:
+		return p.started, true
+	}
 }
 
 // stop sends SIGTERM to every running dispatcher and waits for them to
@@ -163,6 +205,9 @@ func (f *fleet) stop() error {
 		if p == nil {
 			continue
 		}
+		// A dispatcher still starting (checking migrations) exits 1 on
+		// SIGTERM; one started again late in the run is given its start.
+		time.Sleep(time.Until(p.started.Add(startupGrace)))
 		p.mu.Lock()
 		p.signalled = true
 		p.mu.Unlock()

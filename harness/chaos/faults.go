@@ -25,6 +25,13 @@ const (
 	// Late: the event is stored, and the answer is written only after the
 	// sender gave up waiting for it.
 	Late Fault = "late"
+	// Defer: 429 Too Many Requests with a Retry-After (deferRetryAfter),
+	// so that the delivery waits for its retry: what the run resends and
+	// whose jobs it ends by force (Config.Deferred).
+	Defer Fault = "429"
+	// Gone: 410 Gone, which disables the endpoint; answered by the second
+	// endpoint until the run takes it back (Config.GoneUntil).
+	Gone Fault = "410"
 )
 
 // Faults are the chances of each fault, drawn anew for every request. What

@@ -61,6 +61,10 @@ func TestConfigValidate(t *testing.T) {
 		"mostly faults":        {func(c *Config) { c.Faults = Faults{Fail: 0.3, Hang: 0.3} }, "add up to 0.6"},
 		"no timeout":           {func(c *Config) { c.SenderTimeout = 0 }, "SenderTimeout is 0s"},
 		"rollback":             {func(c *Config) { c.Rollback = 1 }, "Rollback is 1"},
+		"poison out of range":  {func(c *Config) { c.Poison = c.Events }, "Poison is 1000"},
+		"negative resends":     {func(c *Config) { c.Resends = -1 }, "Resends is -1"},
+		"black hole alone":     {func(c *Config) { c.Dispatchers, c.Kills = 1, 0 }, "black-holing its database needs at least 2"},
+		"gone never ends":      {func(c *Config) { c.GoneUntil = 1 }, "GoneUntil is 1"},
 	} {
 		c := Small()
 		tc.change(&c)
@@ -68,12 +72,12 @@ func TestConfigValidate(t *testing.T) {
 	}
 }
 
-func TestDisruptionsSpreadKillsAndPutTheOutageHalfway(t *testing.T) {
+func TestDisruptionsSpreadKillsAndPlaceTheOthers(t *testing.T) {
 	t.Parallel()
 	cfg := Full()
 	ds := disruptions(cfg, true)
-	require.Len(t, ds, cfg.Kills+1)
-	var outages int
+	require.Len(t, ds, cfg.Kills+5)
+	kinds := map[disruptionKind]int{}
 	turns := map[int]int{}
 	for i, d := range ds {
 		require.Greater(t, d.at, 0.0)
@@ -81,14 +85,20 @@ func TestDisruptionsSpreadKillsAndPutTheOutageHalfway(t *testing.T) {
 		if i > 0 {
 			require.GreaterOrEqual(t, d.at, ds[i-1].at, "in order of progress")
 		}
-		if d.dispatcher < 0 {
-			outages++
+		kinds[d.kind]++
+		switch d.kind {
+		case kill:
+			turns[d.dispatcher]++
+		case outage:
 			require.Equal(t, outageAt, d.at)
-			continue
+		case enableGone:
+			require.Equal(t, cfg.GoneUntil, d.at)
 		}
-		turns[d.dispatcher]++
 	}
-	require.Equal(t, 1, outages)
+	require.Equal(t, map[disruptionKind]int{kill: cfg.Kills, outage: 1, resend: 1, forceEnd: 1, enableGone: 1, blackHoleDB: 1}, kinds)
 	require.Equal(t, map[int]int{0: 3, 1: 3}, turns, "the dispatchers take turns")
-	require.Len(t, disruptions(cfg, false), cfg.Kills)
+	require.Len(t, disruptions(cfg, false), cfg.Kills+4)
+
+	cfg.GoneShare, cfg.Resends, cfg.ForcedEnds, cfg.BlackHole = 0, 0, 0, 0
+	require.Len(t, disruptions(cfg, false), cfg.Kills, "each of the others can be left out")
 }

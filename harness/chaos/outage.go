@@ -4,9 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"os"
-	"os/exec"
-	"strings"
 	"time"
 
 	"github.com/jackc/pgx/v5"
@@ -67,34 +64,6 @@ func (t TerminateConnections) String() string {
 	return fmt.Sprintf("every connection to the run's databases terminated, new ones refused for %s (the server is shared: it is not restarted)", t.Down)
 }
 
-// RestartCluster restarts the local Postgres cluster with pg_ctlcluster:
-// every database on the server, and every client of it, goes through the
-// restart.
-type RestartCluster struct {
-	// AdminURL is a database on the server, used to tell when it is back.
-	AdminURL string
-}
-
-// Break implements Outage.
-func (r RestartCluster) Break(ctx context.Context) error {
-	version, err := clusterVersion()
-	if err != nil {
-		return err
-	}
-	out, err := exec.CommandContext(ctx, "pg_ctlcluster", "--skip-systemctl-redirect", version, "main", "restart").CombinedOutput()
-	if err != nil {
-		return fmt.Errorf("outage: pg_ctlcluster %s main restart: %w\n%s", version, err, out)
-	}
-	conn, err := connectPatiently(ctx, r.AdminURL)
-	if err != nil {
-		return fmt.Errorf("outage: Postgres did not come back: %w", err)
-	}
-	return conn.Close(ctx)
-}
-
-// connectPatience is how long connectPatiently keeps trying.
-const connectPatience = time.Minute
-
 // connectPatiently connects to url, trying again for up to a minute while
 // the server refuses: it may be restarting, or full (a shared server's
 // max_connections).
@@ -107,26 +76,4 @@ func connectPatiently(ctx context.Context, url string) (*pgx.Conn, error) {
 		}
 		sleep(ctx, 100*time.Millisecond)
 	}
-}
-
-func (r RestartCluster) String() string {
-	return "the Postgres cluster restarted with pg_ctlcluster restart (the whole server: every database and every client on it)"
-}
-
-// clusterVersion is the one Postgres version under /etc/postgresql.
-func clusterVersion() (string, error) {
-	entries, err := os.ReadDir("/etc/postgresql")
-	if err != nil {
-		return "", fmt.Errorf("outage: find the local cluster: %w; restarting Postgres needs a Debian-style cluster (pg_ctlcluster)", err)
-	}
-	var versions []string
-	for _, e := range entries {
-		if e.IsDir() {
-			versions = append(versions, e.Name())
-		}
-	}
-	if len(versions) != 1 {
-		return "", fmt.Errorf("outage: want one cluster version under /etc/postgresql, found %q", strings.Join(versions, ", "))
-	}
-	return versions[0], nil
 }

@@ -20,8 +20,22 @@ import (
 // tenant is the producer's tenant in Herald.
 const tenant = "chaos"
 
-// eventType is the type of every event of a run.
-const eventType = "object.updated"
+// eventType is the type of the events the consumer's endpoint receives,
+// goneType the type of those only the second endpoint (the one that
+// answers 410 Gone for a while) receives.
+const (
+	eventType = "object.updated"
+	goneType  = "object.archived"
+)
+
+// typeOf is the type of event i: goneType for a share cfg.GoneShare of
+// the events, never for the poison event.
+func typeOf(cfg Config, i int) string {
+	if i != cfg.Poison && unit(cfg.Seed, "gone", strconv.Itoa(i)) < cfg.GoneShare {
+		return goneType
+	}
+	return eventType
+}
 
 // maxProducerBackoff bounds the pause before a producer retries a
 // transaction that failed (the database was down).
@@ -120,7 +134,7 @@ func (p *producers) commitEvent(ctx context.Context, i int, object string) error
 	}
 	published, err := outbox.Publish(ctx, tx, outbox.Message{
 		Tenant:         tenant,
-		Type:           eventType,
+		Type:           typeOf(p.cfg, i),
 		ObjectID:       object,
 		Data:           map[string]int64{"seq": seq, "event": int64(i)},
 		IdempotencyKey: "event-" + strconv.Itoa(i),

@@ -39,7 +39,8 @@ WHERE datname = ANY ($1) AND pid <> pg_backend_pid()`
 	// Whether a run has settled.
 	heraldBacklog = `SELECT
     (SELECT count(*) FROM herald.messages WHERE dispatched_at IS NULL),
-    (SELECT count(*) FROM herald.deliveries WHERE status = 'pending'),
+    (SELECT count(*) FROM herald.deliveries WHERE status <> 'succeeded'),
+    (SELECT count(*) FROM herald.replays WHERE status <> 'completed'),
     (SELECT count(*) FROM herald.deliveries)`
 	consumerBacklog = `SELECT count(*) FROM webhook_inbox.events WHERE processed_at IS NULL AND dead_at IS NULL`
 
@@ -78,5 +79,47 @@ LEFT JOIN herald.object_versions v ON v.tenant_id = $1 AND v.object_id = p.id`
 
 	selectLedger          = `SELECT webhook_id, count(*) FROM ledger GROUP BY webhook_id`
 	selectConsumerObjects = `SELECT id, version, seq FROM objects`
-	selectDeadLetters     = `SELECT count(*) FROM webhook_inbox.events WHERE dead_at IS NOT NULL`
+
+	// lockWaitingJobs locks up to $2 delivery.Args jobs of endpoint $1
+	// that wait for a retry and belong to their pending delivery's current
+	// generation, skipping any River is fetching.
+	lockWaitingJobs = `SELECT j.id, d.id, d.message_id, d.endpoint_id
+FROM herald.river_job j
+JOIN herald.deliveries d ON d.id = (j.args->>'delivery_id')::uuid
+WHERE j.kind = 'herald.delivery' AND j.state IN ('scheduled', 'retryable')
+  AND d.endpoint_id = $1 AND d.status = 'pending'
+  AND coalesce((j.args->>'generation')::int, 0) = d.generation
+ORDER BY j.id
+LIMIT $2
+FOR UPDATE OF j SKIP LOCKED`
+	// discardJob ends job $1 as River does after its last attempt, which
+	// leaves its delivery pending.
+	discardJob = `UPDATE herald.river_job SET state = 'discarded', finalized_at = now() WHERE id = $1`
+	// selectJobsAfter counts the delivery jobs (kinds $3) of delivery $1
+	// inserted after job $2 that completed: the reconciler's new job.
+	selectJobsAfter = `SELECT count(*) FROM herald.river_job
+WHERE kind = ANY($3) AND id > $2 AND state = 'completed'
+  AND (args->>'delivery_id' = $1::text OR args->'delivery_ids' ? $1::text)`
+	// selectDeliveryStatus is the status of message $1's delivery to endpoint
+	// $2.
+	selectDeliveryStatus = `SELECT status FROM herald.deliveries WHERE message_id = $1 AND endpoint_id = $2`
+	// selectRunningReplays counts the replays not yet completed.
+	selectRunningReplays = `SELECT count(*) FROM herald.replays WHERE status <> 'completed'`
+	// selectDeadLetterIDs lists the consumer's dead letters.
+	selectDeadLetterIDs = `SELECT webhook_id, attempts FROM webhook_inbox.events WHERE dead_at IS NOT NULL ORDER BY webhook_id`
+	// selectClientsAttempting lists the River clients that started a job
+	// (of any kind: the reconciler's periodic job too) after $1 and
+	// that is still running or has completed.
+	selectClientsAttempting = `SELECT DISTINCT attempted_by[cardinality(attempted_by)] FROM herald.river_job
+WHERE attempted_at > $1 AND cardinality(attempted_by) > 0
+  AND (state = 'running' OR (state = 'completed' AND finalized_at > $1))`
+	// selectEndpointDeliveries counts endpoint $1's deliveries by status.
+	selectEndpointDeliveries = `SELECT status, count(*) FROM herald.deliveries WHERE endpoint_id = $1 GROUP BY status`
+	// countGoneAttempts counts the attempts to endpoint $1 that recorded
+	// a 410 Gone.
+	countGoneAttempts = `SELECT count(*) FROM herald.attempts a JOIN herald.deliveries d ON d.id = a.delivery_id
+WHERE d.endpoint_id = $1 AND a.outcome = 'endpoint_gone'`
+	// countEndedJobs counts the delivery jobs (kinds $1) River, or the
+	// run, ended without completing them.
+	countEndedJobs = `SELECT count(*) FROM herald.river_job WHERE kind = ANY($1) AND state IN ('discarded', 'cancelled')`
 )

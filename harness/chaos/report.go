@@ -7,6 +7,8 @@ import (
 	"slices"
 	"strings"
 	"time"
+
+	"github.com/google/uuid"
 )
 
 // Report is what a run did and what its checks found.
@@ -70,6 +72,45 @@ type Report struct {
 	// Jobs counts the delivery jobs in River by state.
 	Jobs map[string]int
 
+	// GoneRequests counts the requests the second endpoint answered with
+	// 410 Gone, GoneAttempts the attempt rows that recorded one (each
+	// disables the endpoint), GoneDeliveries that endpoint's deliveries and
+	// GoneSucceeded those of them that succeeded in the end. Replayed is
+	// how many deliveries the only_failed replay after its enabling
+	// covered.
+	GoneRequests, GoneAttempts, GoneDeliveries, GoneSucceeded, Replayed int
+	// Resends counts the pending deliveries resent, ResentSucceeded those
+	// of them that succeeded.
+	Resends, ResentSucceeded int
+	// ForcedEnds counts the delivery jobs ended by force, ForcedRecovered
+	// those whose delivery got a new job from the reconciler and
+	// succeeded.
+	ForcedEnds, ForcedRecovered int
+	// BlackHoles counts the black holes of a dispatcher's database
+	// connections; BlackHoleRecovery is how long after new connections
+	// worked again that dispatcher started a job, RecoveryBound the most
+	// dispatcher.RecoveryBound allows.
+	BlackHoles                       int
+	BlackHoleRecovery, RecoveryBound time.Duration
+	// WorkerCrashes counts the deaths of the consumer's worker process on
+	// the poison event. Poison is that event's webhook ID, PoisonDead
+	// whether it is a dead letter and PoisonAttempts its attempts;
+	// DeadLetters counts every dead letter.
+	WorkerCrashes  int
+	Poison         string
+	PoisonDead     bool
+	PoisonAttempts int
+	DeadLetters    int
+	// InFlightAtOnce counts the requests of a delivery that arrived at the
+	// consumer while an earlier one of the same delivery was still in
+	// flight there.
+	InFlightAtOnce int
+
+	// What the run did, for the checks.
+	replayID uuid.UUID
+	resent   []waitingDelivery
+	forced   []forcedEnd
+
 	// Problems lists every check that failed; empty means the run passed.
 	Problems []string
 }
@@ -92,6 +133,8 @@ const (
 	answeredLate     = "stored, answered after the sender's timeout (injected)"
 	answeredDatabase = "answered 503: not stored (database away, or sender gone)"
 	answeredOther    = "answered %d"
+	answeredGone     = "answered 410 Gone (the second endpoint, until it is taken back)"
+	answeredDefer    = "answered 429, Retry-After 20 s (deliveries to resend and whose jobs to end)"
 )
 
 // WriteTable writes the report as a table, then the problems if any.
@@ -111,6 +154,19 @@ func (r *Report) WriteTable(w io.Writer) error {
 		outage = fmt.Sprintf("%s; away %s", r.Outage, r.Downtime.Round(100*time.Millisecond))
 	}
 	row("postgres restarts", r.PostgresRestarts, outage)
+	if r.Config.GoneShare > 0 {
+		row("endpoint gone (410), re-enabled, replayed", r.GoneDeliveries, fmt.Sprintf("deliveries to the second endpoint: %d requests answered 410, %d attempts recorded 410 and disabled it; an only_failed replay after enabling it covered %d; %d succeeded in the end", r.GoneRequests, r.GoneAttempts, r.Replayed, r.GoneSucceeded))
+	}
+	row("pending deliveries resent", r.Resends, fmt.Sprintf("waiting for a retry (replay.ResendTx); %d succeeded", r.ResentSucceeded))
+	row("delivery jobs ended by force", r.ForcedEnds, fmt.Sprintf("waiting for a retry, cancelled (JobCancel) or set to discarded (UPDATE); %d given a new job by the reconciler and succeeded", r.ForcedRecovered))
+	if r.BlackHoles > 0 {
+		row("dispatcher database black holes", r.BlackHoles, fmt.Sprintf("dispatcher %d's connections silent for %s, nothing closed; it started a job again %s after new connections worked (dispatcher.RecoveryBound %s)",
+			blackHoled, r.Config.BlackHole, r.BlackHoleRecovery.Round(100*time.Millisecond), r.RecoveryBound.Round(100*time.Millisecond)))
+	}
+	if r.Config.Poison >= 0 {
+		row("consumer worker crashes (poison event)", r.WorkerCrashes, fmt.Sprintf("the worker process exits on event %d and is started again; lease %s, %d attempts", r.Config.Poison, r.Config.ConsumerLease, r.Config.ConsumerMaxAttempts))
+		row("  poison event a dead letter", fmt.Sprint(r.PoisonDead), fmt.Sprintf("after %d attempts; dead letters in all: %d", r.PoisonAttempts, r.DeadLetters))
+	}
 	row("attempts in the attempt log", r.Attempts, "")
 	row("  succeeded", r.AttemptsSucceeded, "")
 	row("  failed, retried", r.Retries, fmt.Sprintf("%d sent nothing (the signing secret could not be read), %d timed out before reaching the consumer", r.AttemptsUnsent, r.AttemptsLost))
@@ -121,7 +177,12 @@ func (r *Report) WriteTable(w io.Writer) error {
 	row("  not in the attempt log", r.Unrecorded, fmt.Sprintf("sent, then cut short before being recorded: dispatcher killed (%d, River rescued the job), database away (%d, the job errored)", r.UnrecordedKill, r.UnrecordedOutage))
 	row("duplicates delivered", r.DuplicatesDelivered, "requests for an event the consumer's inbox already held")
 	row("duplicates absorbed", r.DuplicatesAbsorbed, "of those, changed nothing")
-	row("applied exactly once", r.AppliedOnce, "committed events in the consumer's ledger once")
+	row("two attempts in flight at once", r.InFlightAtOnce, "requests of one delivery that arrived while an earlier one was still in flight at the consumer")
+	applied := "committed events in the consumer's ledger once"
+	if r.Config.Poison >= 0 {
+		applied += ", every one but the poison event"
+	}
+	row("applied exactly once", r.AppliedOnce, applied)
 	row("applied twice or more", r.AppliedTwice, "")
 	row("lost", r.Lost, "committed events never applied")
 	row("objects at their latest version", fmt.Sprintf("%d/%d", r.ObjectsLatest, r.Objects), "")

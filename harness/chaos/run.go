@@ -8,15 +8,17 @@ import (
 	"log/slog"
 	"net"
 	"net/http"
+	"net/url"
 	"os"
 	"path/filepath"
 	"slices"
 	"strings"
-	"sync"
 	"time"
 
+	"github.com/google/uuid"
 	"github.com/jackc/pgx/v5/pgxpool"
 
+	"github.com/heraldhq/herald/internal/blackhole"
 	"github.com/heraldhq/herald/internal/database"
 	"github.com/heraldhq/herald/internal/secretbox"
 	"github.com/heraldhq/herald/signing"
@@ -36,6 +38,11 @@ type Setup struct {
 	// Outage breaks the databases' connections once, halfway through. Nil
 	// means no outage.
 	Outage Outage
+	// Self is the program Run starts as the consumer's worker process, with
+	// ConsumerWorkerEnv set: a program whose main then calls
+	// RunConsumerWorker (cmd/chaos, or a test binary's TestMain), usually
+	// os.Executable(). Required.
+	Self string
 	// LogDir receives one log file per dispatcher and, at the end,
 	// requests.tsv: every request the consumer got. Required.
 	LogDir string
@@ -54,8 +61,8 @@ func Run(ctx context.Context, cfg Config, setup Setup) (*Report, error) {
 	if err := cfg.Validate(); err != nil {
 		return nil, err
 	}
-	if setup.HeraldURL == "" || setup.ConsumerURL == "" || setup.Dispatcher == "" || setup.LogDir == "" {
-		return nil, errors.New("chaos: Setup needs HeraldURL, ConsumerURL, Dispatcher and LogDir")
+	if setup.HeraldURL == "" || setup.ConsumerURL == "" || setup.Dispatcher == "" || setup.LogDir == "" || setup.Self == "" {
+		return nil, errors.New("chaos: Setup needs HeraldURL, ConsumerURL, Dispatcher, LogDir and Self")
 	}
 	started := time.Now()
 	ctx, cancel := context.WithCancel(ctx)
@@ -76,7 +83,7 @@ func Run(ctx context.Context, cfg Config, setup Setup) (*Report, error) {
 	producersDone := make(chan error, 1)
 	go func() { producersDone <- h.producers.run(ctx) }()
 	h.logger.Info("chaos: running", "events", cfg.Events, "objects", cfg.Objects, "dispatchers", cfg.Dispatchers)
-	if err := runFaults(ctx, cfg, setup.Outage, h.fleet, h.consumer, r, h.logger); err != nil {
+	if err := runFaults(ctx, h, r); err != nil {
 		cancel()
 		<-producersDone
 		return nil, err
@@ -92,7 +99,7 @@ func Run(ctx context.Context, cfg Config, setup Setup) (*Report, error) {
 	if err := h.consumer.writeRequests(filepath.Join(setup.LogDir, "requests.tsv")); err != nil {
 		return nil, fmt.Errorf("chaos: %w", err)
 	}
-	if err := check(ctx, r, h.herald, h.consumerDB, h.consumer.requestsSeen(), h.producers.rolledBackIDs()); err != nil {
+	if err := check(ctx, r, h); err != nil {
 		return nil, err
 	}
 	r.Runtime = time.Since(started)
@@ -106,24 +113,34 @@ type harness struct {
 	herald     *pgxpool.Pool
 	consumerDB *pgxpool.Pool
 	consumer   *consumer
+	worker     *workerProcess
 	server     *http.Server
 	listener   net.Listener
 	producers  *producers
 	fleet      *fleet
-
-	stopConsumer func() error
+	operator   *operator
+	outage     Outage
+	// proxy stands between dispatcher blackHoled and Postgres; bound is
+	// that dispatcher's dispatcher.RecoveryBound.
+	proxy *blackhole.Proxy
+	bound time.Duration
+	// mainEndpoint and goneEndpoint are the consumer's two endpoints.
+	mainEndpoint, goneEndpoint uuid.UUID
+	started                    time.Time
 }
 
 // prepare opens the databases, creates the producer's table, the tenant
-// and its endpoint, and the consumer listening at the endpoint's URL.
+// and its endpoints, the consumer listening at the endpoints' URLs, its
+// worker process and the dispatchers, the first behind the black-hole
+// proxy.
 func prepare(ctx context.Context, cfg Config, setup Setup) (_ *harness, err error) {
-	h := &harness{cfg: cfg, logger: cmp.Or(setup.Logger, slog.New(slog.DiscardHandler))}
+	h := &harness{cfg: cfg, logger: cmp.Or(setup.Logger, slog.New(slog.DiscardHandler)), outage: setup.Outage, started: time.Now()}
 	defer func() {
 		if err != nil {
 			h.close()
 		}
 	}()
-	if h.herald, err = database.Open(ctx, setup.HeraldURL, database.Options{MaxConns: int32(cfg.Producers + 2)}); err != nil {
+	if h.herald, err = database.Open(ctx, setup.HeraldURL, database.Options{MaxConns: int32(cfg.Producers + 4)}); err != nil {
 		return nil, err
 	}
 	if h.consumerDB, err = database.Open(ctx, setup.ConsumerURL, database.Options{MaxConns: consumerConns}); err != nil {
@@ -139,28 +156,63 @@ func prepare(ctx context.Context, cfg Config, setup Setup) (_ *harness, err erro
 		return nil, fmt.Errorf("consumer: listen: %w", err)
 	}
 	key := secretbox.Generate()
-	secret, err := createEndpoint(ctx, h.herald, key, "http://"+h.listener.Addr().String()+"/webhooks")
+	box, err := secretbox.Parse(key)
 	if err != nil {
 		return nil, err
 	}
-	if h.consumer, err = newConsumer(h.consumerDB, secret, cfg, h.logger); err != nil {
+	st, err := store.New(h.herald, store.Config{Box: box})
+	if err != nil {
+		return nil, err
+	}
+	secrets, err := h.createEndpoints(ctx, st, "http://"+h.listener.Addr().String())
+	if err != nil {
+		return nil, err
+	}
+	if h.consumer, err = newConsumer(h.consumerDB, secrets, cfg, h.logger); err != nil {
+		return nil, err
+	}
+	if h.worker, err = newWorkerProcess(setup.Self, cfg, setup.ConsumerURL, setup.LogDir, h.logger); err != nil {
+		return nil, err
+	}
+	if h.operator, err = newOperator(h.herald, st); err != nil {
 		return nil, err
 	}
 	h.producers = &producers{pool: h.herald, cfg: cfg}
+
+	args := make([][]string, cfg.Dispatchers)
+	for i := range args {
+		args[i] = dispatcherArgs(cfg, setup.HeraldURL)
+	}
+	if cfg.BlackHole > 0 {
+		if h.bound, err = recoveryBound(ctx, cfg, setup.HeraldURL); err != nil {
+			return nil, err
+		}
+		u, err := url.Parse(setup.HeraldURL)
+		if err != nil {
+			return nil, fmt.Errorf("HeraldURL: %w", err)
+		}
+		if h.proxy, err = blackhole.Listen(u.Host); err != nil {
+			return nil, fmt.Errorf("black-hole proxy: %w", err)
+		}
+		proxied, err := throughProxy(setup.HeraldURL, h.proxy)
+		if err != nil {
+			return nil, err
+		}
+		args[blackHoled] = dispatcherArgs(cfg, proxied)
+	}
 	env := append(withoutHeraldEnv(os.Environ()), secretbox.EnvKey+"="+key)
-	h.fleet = newFleet(setup.Dispatcher, dispatcherArgs(cfg, setup.HeraldURL), env, setup.LogDir, cfg.Dispatchers)
+	h.fleet = newFleet(setup.Dispatcher, args, env, setup.LogDir)
 	return h, nil
 }
 
-// start serves the consumer's endpoint, runs its Workers and starts the
-// dispatchers.
-func (h *harness) start(ctx context.Context) error {
+// start serves the consumer's endpoints, starts its worker process and
+// the dispatchers.
+func (h *harness) start(context.Context) error {
 	h.server = &http.Server{Handler: h.consumer, ReadHeaderTimeout: 10 * time.Second}
 	go func() { _ = h.server.Serve(h.listener) }()
-	workerCtx, cancel := context.WithCancel(context.WithoutCancel(ctx))
-	done := make(chan error, 1)
-	go func() { done <- h.consumer.run(workerCtx) }()
-	h.stopConsumer = sync.OnceValue(func() error { cancel(); return <-done })
+	if err := h.worker.start(); err != nil {
+		return err
+	}
 	for i := range h.cfg.Dispatchers {
 		if err := h.fleet.start(i); err != nil {
 			return err
@@ -169,14 +221,17 @@ func (h *harness) start(ctx context.Context) error {
 	return nil
 }
 
-// stop stops the dispatchers with SIGTERM and the consumer, and notes in r
-// what went wrong with them during the run.
+// stop stops the dispatchers with SIGTERM and the consumer's worker
+// process, and notes in r what went wrong with them during the run.
 func (h *harness) stop(r *Report) {
 	if err := h.fleet.stop(); err != nil {
 		r.problem("%v", err)
 	}
-	if err := h.stopConsumer(); err != nil {
-		r.problem("consumer: %v", err)
+	h.worker.stop()
+	var unexpected []string
+	r.WorkerCrashes, unexpected = h.worker.result()
+	for _, u := range unexpected {
+		r.problem("%s", u)
 	}
 	h.fleet.mu.Lock()
 	defer h.fleet.mu.Unlock()
@@ -195,8 +250,11 @@ func (h *harness) close() {
 	if h.fleet != nil {
 		h.fleet.killAll()
 	}
-	if h.stopConsumer != nil {
-		_ = h.stopConsumer()
+	if h.worker != nil {
+		h.worker.kill()
+	}
+	if h.proxy != nil {
+		_ = h.proxy.Close()
 	}
 	if h.server != nil {
 		_ = h.server.Close()
@@ -211,25 +269,34 @@ func (h *harness) close() {
 	}
 }
 
-// createEndpoint creates the producer's tenant and its one endpoint at url
-// and returns the endpoint's signing secret.
-func createEndpoint(ctx context.Context, pool *pgxpool.Pool, key, url string) (signing.Secret, error) {
-	box, err := secretbox.Parse(key)
-	if err != nil {
-		return signing.Secret{}, err
-	}
-	st, err := store.New(pool, store.Config{Box: box})
-	if err != nil {
-		return signing.Secret{}, err
-	}
+// createEndpoints creates the producer's tenant and the consumer's
+// endpoints under base: mainPath for eventType and, when the run has
+// one, gonePath for goneType. It returns their signing secrets.
+func (h *harness) createEndpoints(ctx context.Context, st *store.Store, base string) ([]signing.Secret, error) {
 	if _, err := st.CreateTenant(ctx, store.NewTenant{ID: tenant}); err != nil {
-		return signing.Secret{}, fmt.Errorf("create tenant: %w", err)
+		return nil, fmt.Errorf("create tenant: %w", err)
 	}
-	endpoint, err := st.CreateEndpoint(ctx, store.NewEndpoint{TenantID: tenant, URL: url, Description: "chaos consumer"})
+	create := func(path, eventType string) (uuid.UUID, signing.Secret, error) {
+		e, err := st.CreateEndpoint(ctx, store.NewEndpoint{TenantID: tenant, URL: base + path, Description: "chaos consumer " + path, EventTypes: []string{eventType}})
+		if err != nil {
+			return uuid.Nil, signing.Secret{}, fmt.Errorf("create endpoint %s: %w", path, err)
+		}
+		secret, err := st.RevealSecret(ctx, e.ID)
+		return e.ID, secret, err
+	}
+	var secrets []signing.Secret
+	id, secret, err := create(mainPath, eventType)
 	if err != nil {
-		return signing.Secret{}, fmt.Errorf("create endpoint: %w", err)
+		return nil, err
 	}
-	return st.RevealSecret(ctx, endpoint.ID)
+	h.mainEndpoint, secrets = id, append(secrets, secret)
+	if h.cfg.GoneShare > 0 {
+		if id, secret, err = create(gonePath, goneType); err != nil {
+			return nil, err
+		}
+		h.goneEndpoint, secrets = id, append(secrets, secret)
+	}
+	return secrets, nil
 }
 
 // withoutHeraldEnv drops Herald's settings from env, so the dispatchers run
