@@ -155,7 +155,7 @@ func (r *Report) WriteTable(w io.Writer) error {
 	}
 	row("postgres restarts", r.PostgresRestarts, outage)
 	if r.Config.GoneShare > 0 {
-		row("endpoint gone (410), re-enabled, replayed", r.GoneDeliveries, fmt.Sprintf("deliveries to the second endpoint: %d requests answered 410, %d attempts recorded 410 and disabled it; an only_failed replay after enabling it covered %d; %d succeeded in the end", r.GoneRequests, r.GoneAttempts, r.Replayed, r.GoneSucceeded))
+		row("endpoint gone (410), re-enabled, replayed", r.GoneDeliveries, fmt.Sprintf("deliveries to the second endpoint: %d requests answered 410, %d attempts recorded 410 (the first disabled it); an only_failed replay after enabling it covered %d; %d succeeded in the end", r.GoneRequests, r.GoneAttempts, r.Replayed, r.GoneSucceeded))
 	}
 	row("pending deliveries resent", r.Resends, fmt.Sprintf("waiting for a retry (replay.ResendTx); %d succeeded", r.ResentSucceeded))
 	row("delivery jobs ended by force", r.ForcedEnds, fmt.Sprintf("waiting for a retry, cancelled (JobCancel) or set to discarded (UPDATE); %d given a new job by the reconciler and succeeded", r.ForcedRecovered))
@@ -174,7 +174,7 @@ func (r *Report) WriteTable(w io.Writer) error {
 	for _, label := range slices.Sorted(maps.Keys(r.RequestsBy)) {
 		row("  "+label, r.RequestsBy[label], "")
 	}
-	row("  not in the attempt log", r.Unrecorded, fmt.Sprintf("sent, then cut short before being recorded: dispatcher killed (%d, River rescued the job), database away (%d, the job errored)", r.UnrecordedKill, r.UnrecordedOutage))
+	row("  not in the attempt log", r.Unrecorded, fmt.Sprintf("sent, then cut short before being recorded: dispatcher killed (%d, River rescued the job), database away or black-holed (%d, the job errored)", r.UnrecordedKill, r.UnrecordedOutage))
 	row("duplicates delivered", r.DuplicatesDelivered, "requests for an event the consumer's inbox already held")
 	row("duplicates absorbed", r.DuplicatesAbsorbed, "of those, changed nothing")
 	row("two attempts in flight at once", r.InFlightAtOnce, "requests of one delivery that arrived while an earlier one was still in flight at the consumer")
