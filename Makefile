@@ -58,9 +58,13 @@ bench: build
 	@mkdir -p docs/benchmarks
 	./bin/bench $(BENCH_FLAGS) --json docs/benchmarks/results.json --svg docs/benchmarks/latency.svg
 
-## chaos: Herald end to end under faults at full size (a few minutes):
-## 20,000 events, two dispatcher processes killed six times, and a real
-## restart of the local Postgres cluster; writes docs/chaos/output.txt
+## chaos: Herald end to end under faults at full size (2 to 3 minutes):
+## 20,000 events, two dispatcher processes killed six times, a real restart
+## of Postgres, a 410 endpoint enabled and replayed, resends, jobs ended by
+## force, a black-holed dispatcher and a poison event at the consumer. It runs
+## its own Postgres server (initdb and pg_ctl in a temporary directory, on a
+## free loopback port), never the shared one, so it may run beside other
+## tests; writes docs/chaos/output.txt
 .PHONY: chaos
 chaos:
 	$(GO) run ./cmd/chaos --out docs/chaos
