@@ -80,7 +80,7 @@ func run(args []string, stdout, stderr io.Writer) error {
 	postgres := fs.String("postgres", "", "the outage: restart (pg_ctl restart of the private server; not with --database-url), connections (break only this run's connections, for a shared server) or none; empty means restart, or connections with --database-url")
 	dispatcher := fs.String("dispatcher", "", "cmd/dispatcher binary to run; empty builds it from this checkout")
 	logDir := fs.String("log-dir", "", "directory for the dispatchers' logs; empty means a temporary one, removed when the run passes")
-	keep := fs.Bool("keep-databases", false, "keep the run's databases instead of dropping them, to look into a failed run")
+	keep := fs.Bool("keep-databases", false, "keep the run's databases instead of dropping them, to look into a failed run; a private server is left running")
 	small := fs.Bool("small", false, "run the small configuration the test uses")
 	events := fs.Int("events", 0, "events to publish; 0 means the configuration's (20000, or 1000 with --small)")
 	kills := fs.Int("kills", -1, "dispatcher kills; -1 means the configuration's (6, or 2 with --small)")
@@ -136,6 +136,10 @@ func run(args []string, stdout, stderr io.Writer) error {
 			return err
 		}
 		defer func() {
+			if *keep {
+				fmt.Fprintf(stderr, "chaos: kept the private Postgres server at %s; stop it with: %s\n", private.URL(), private.StopCommand())
+				return
+			}
 			if err := private.Stop(); err != nil {
 				fmt.Fprintln(stderr, "chaos:", err)
 			}

@@ -114,6 +114,16 @@ func (s *PrivateServer) Stop() error {
 	return errors.Join(err, os.RemoveAll(s.dir))
 }
 
+// StopCommand is the shell command that stops the server and removes it,
+// for one left running on purpose.
+func (s *PrivateServer) StopCommand() string {
+	stop := fmt.Sprintf("%s -D %s -m immediate stop", filepath.Join(s.bin, "pg_ctl"), s.dataDir())
+	if s.runAs != nil {
+		stop = "runuser -u " + s.runAs.Username + " -- " + stop
+	}
+	return stop + " && rm -rf " + s.dir
+}
+
 func (s *PrivateServer) start(ctx context.Context) error {
 	return s.run(ctx, "pg_ctl", s.ctlArgs("start")...)
 }
