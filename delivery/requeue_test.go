@@ -301,41 +301,68 @@ func TestResendOfPendingDeliveryTriesNow(t *testing.T) {
 	require.Equal(t, []string{"scheduled", "manual"}, b.triggers(t, ctx, id))
 }
 
-// A resend while the delivery's attempt is in flight: that attempt's job
-// records nothing (its delivery moved to the next generation meanwhile), and
-// the resend's job sends the delivery and records it. The receiver got two
-// requests with one webhook-id, which it dedupes.
-func TestResendDuringAnAttemptIsRecordedOnce(t *testing.T) {
+// A resend while the delivery's attempt is in flight, from a delivery job
+// or from a batch job making first attempts: the resend's job waits for that
+// attempt to end before it sends, so the receiver never has two requests of
+// one delivery at once. The first attempt's job records nothing (its
+// delivery moved to the next generation meanwhile); the resend's job sends
+// the delivery and records it. The receiver got two requests with one
+// webhook-id, one after the other, which it dedupes.
+func TestResendDuringAnAttemptWaitsForIt(t *testing.T) {
 	t.Parallel()
-	b, ctx := setup(t, delivery.Config{Policy: fast})
-	message := b.message(t, ctx)
-	var endpoint uuid.UUID
-	r := webhooktest.NewReceiver(t, func(n int, w http.ResponseWriter, _ *http.Request) {
-		if n == 1 {
-			err := pgx.BeginFunc(ctx, b.pool, func(tx pgx.Tx) error {
-				_, err := replay.ResendTx(ctx, tx, b.client, message, endpoint)
-				return err
+	for _, kind := range []string{"delivery job", "batch job"} {
+		t.Run(kind, func(t *testing.T) {
+			t.Parallel()
+			b, ctx := setup(t, delivery.Config{Policy: fast})
+			message := b.message(t, ctx)
+			var (
+				endpoint       uuid.UUID
+				mu             sync.Mutex
+				inFlight, most int
+			)
+			r := webhooktest.NewReceiver(t, func(n int, w http.ResponseWriter, _ *http.Request) {
+				mu.Lock()
+				inFlight++
+				most = max(most, inFlight)
+				mu.Unlock()
+				defer func() {
+					mu.Lock()
+					inFlight--
+					mu.Unlock()
+				}()
+				if n == 1 {
+					err := pgx.BeginFunc(ctx, b.pool, func(tx pgx.Tx) error {
+						_, err := replay.ResendTx(ctx, tx, b.client, message, endpoint)
+						return err
+					})
+					if err != nil {
+						t.Errorf("resend during the attempt: %v", err)
+					}
+					// Long enough for the resend's job to start and send,
+					// were it not to wait.
+					time.Sleep(1500 * time.Millisecond)
+				}
+				w.WriteHeader(http.StatusOK)
 			})
-			if err != nil {
-				t.Errorf("resend during the attempt: %v", err)
+			endpoint = b.endpoint(t, ctx, r.URL)
+			id := b.pendingDelivery(t, ctx, message, endpoint)
+			var args river.JobArgs = delivery.Args{DeliveryID: id, EndpointID: endpoint}
+			if kind == "batch job" {
+				args = delivery.BatchArgs{EndpointID: endpoint, DeliveryIDs: []uuid.UUID{id}}
 			}
-		}
-		w.WriteHeader(http.StatusOK)
-	})
-	endpoint = b.endpoint(t, ctx, r.URL)
-	id := b.enqueue(t, ctx, message, endpoint)
+			_, err := b.client.Insert(ctx, args, nil)
+			require.NoError(t, err)
 
-	require.Eventually(t, func() bool {
-		var unfinished, all int
-		require.NoError(t, b.pool.QueryRow(ctx, `SELECT count(*) FILTER (WHERE state <> 'completed'), count(*) FROM herald.river_job
-WHERE kind = $1 AND (args->>'delivery_id')::uuid = $2`, delivery.Kind, id).Scan(&unfinished, &all))
-		return all == 2 && unfinished == 0
-	}, 20*time.Second, 20*time.Millisecond, "both jobs end")
-	d := b.delivery(t, ctx, id)
-	require.Equal(t, "succeeded", d.Status)
-	require.Equal(t, 1, d.AttemptCount, "only the resend's attempt is recorded")
-	require.Equal(t, []string{"manual"}, b.triggers(t, ctx, id))
-	require.Equal(t, 2, r.Count())
+			d := b.waitStatus(t, ctx, id, "succeeded")
+			require.Eventually(t, func() bool { return r.Count() >= 2 }, 20*time.Second, 20*time.Millisecond)
+			require.Equal(t, 1, d.AttemptCount, "only the resend's attempt is recorded")
+			require.Equal(t, []string{"manual"}, b.triggers(t, ctx, id))
+			require.Equal(t, 2, r.Count())
+			mu.Lock()
+			defer mu.Unlock()
+			require.Equal(t, 1, most, "the resend's attempt went out while the first was in flight")
+		})
+	}
 }
 
 // triggerOf is the trigger the attempts of a requeue record.

@@ -47,8 +47,9 @@ type Resent struct {
 // A pending delivery is resent too: its next attempt, maybe hours away, is
 // brought forward to now. The resend moves the delivery to its next
 // generation, so the job that was waiting for the retry ends without
-// sending when it wakes; an attempt in flight at that moment completes but
-// is not recorded, and the receiver dedupes it with the resend by
+// sending when it wakes. An attempt in flight at that moment completes but
+// is not recorded; the resend's job waits for it to end before sending
+// (delivery.EarlierAttemptSnooze), and the receiver dedupes the two by
 // webhook-id.
 //
 // It returns ErrNotFound when either does not exist or they belong to
