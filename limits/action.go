@@ -36,8 +36,9 @@ func ParseAction(s string) (Action, error) {
 	return "", fmt.Errorf("%q is not a rate-limited action; use one of publish, resend, replay, test_event", s)
 }
 
-// what names an action's requests in a sentence: "publishes".
-func (a Action) what() string {
+// Requests names the action's requests in a sentence: "publishes", "test
+// events".
+func (a Action) Requests() string {
 	switch a {
 	case Publish:
 		return "publishes"

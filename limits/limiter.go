@@ -108,7 +108,7 @@ type Refusal struct {
 }
 
 func (r *Refusal) Error() string {
-	return fmt.Sprintf("%s limit of %s (%s) reached; wait %s", r.Scope, r.Action.what(), r.Rate, r.Wait)
+	return fmt.Sprintf("%s limit of %s (%s) reached; wait %s", r.Scope, r.Action.Requests(), r.Rate, r.Wait)
 }
 
 // Take judges one request for action on tenantID made by credential (an
@@ -170,7 +170,7 @@ func (l *Limiter) askTenant(ctx context.Context, tenantID string, a Action, def 
 		return 0, Rate{PerSecond: -1}, false, nil
 	}
 	if err != nil {
-		return 0, Rate{}, false, fmt.Errorf("rate limit of tenant %q for %s: %w", tenantID, a.what(), err)
+		return 0, Rate{}, false, fmt.Errorf("rate limit of tenant %q for %s: %w", tenantID, a.Requests(), err)
 	}
 	if waited != nil {
 		wait = max(*waited, time.Microsecond)
