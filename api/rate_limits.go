@@ -2,10 +2,8 @@ package api
 
 import (
 	"fmt"
-	"math"
 	"net/http"
 	"strconv"
-	"time"
 
 	"github.com/go-chi/chi/v5"
 
@@ -49,15 +47,9 @@ func (s *Server) rateLimited(a limits.Action) func(http.Handler) http.Handler {
 	}
 }
 
-// RetryAfter is the whole seconds of a Retry-After header that covers
-// wait: rounded up, at least 1.
-func RetryAfter(wait time.Duration) int {
-	return max(1, int(math.Ceil(wait.Seconds())))
-}
-
 // rateLimitProblem sets Retry-After and words refusal for p.
 func rateLimitProblem(w http.ResponseWriter, p auth.Principal, tenantID string, refusal *limits.Refusal) *Problem {
-	seconds := RetryAfter(refusal.Wait)
+	seconds := refusal.RetryAfter()
 	w.Header().Set("Retry-After", strconv.Itoa(seconds))
 	limit := &ProblemLimit{Action: refusal.Action, Scope: string(refusal.Scope), PerSecond: refusal.Rate.PerSecond, Burst: refusal.Rate.Burst}
 	raise := fmt.Sprintf("ask your operator to raise the tenant's limits.%s", refusal.Action)

@@ -107,6 +107,12 @@ type Refusal struct {
 	Wait time.Duration
 }
 
+// RetryAfter is Wait as a Retry-After header gives it: whole seconds,
+// rounded up, at least 1.
+func (r *Refusal) RetryAfter() int {
+	return max(1, int(math.Ceil(r.Wait.Seconds())))
+}
+
 func (r *Refusal) Error() string {
 	return fmt.Sprintf("%s limit of %s (%s) reached; wait %s", r.Scope, r.Action.Requests(), r.Rate, r.Wait)
 }
