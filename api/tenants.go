@@ -48,13 +48,17 @@ type TenantLimitOverrides struct {
 	TestEvent    *limits.Rate `json:"test_event,omitempty"`
 }
 
-// rate returns the field of action a.
-func (l *TenantLimits) rate(a limits.Action) **limits.Rate {
-	return map[limits.Action]**limits.Rate{limits.Publish: &l.Publish, limits.Resend: &l.Resend, limits.Replay: &l.Replay, limits.TestEvent: &l.TestEvent}[a]
-}
-
-func (l *TenantLimitOverrides) rate(a limits.Action) **limits.Rate {
-	return map[limits.Action]**limits.Rate{limits.Publish: &l.Publish, limits.Resend: &l.Resend, limits.Replay: &l.Replay, limits.TestEvent: &l.TestEvent}[a]
+// rateField returns which of the four fields holds action a's rate.
+func rateField(a limits.Action, publish, resend, replay, testEvent **limits.Rate) **limits.Rate {
+	switch a {
+	case limits.Publish:
+		return publish
+	case limits.Resend:
+		return resend
+	case limits.Replay:
+		return replay
+	}
+	return testEvent
 }
 
 func (s *Server) tenantView(t store.Tenant) Tenant {
@@ -63,11 +67,13 @@ func (s *Server) tenantView(t store.Tenant) Tenant {
 		v.Limits.MaxEndpoints = &max
 	}
 	v.LimitOverrides.MaxEndpoints = t.Limits.MaxEndpoints
+	in, own := &v.Limits, &v.LimitOverrides
 	for _, a := range limits.Actions() {
-		if own, ok := t.Limits.Rates[a]; ok {
-			*v.Limits.rate(a), *v.LimitOverrides.rate(a) = &own, &own
+		if r, ok := t.Limits.Rates[a]; ok {
+			*rateField(a, &in.Publish, &in.Resend, &in.Replay, &in.TestEvent) = &r
+			*rateField(a, &own.Publish, &own.Resend, &own.Replay, &own.TestEvent) = &r
 		} else if def, ok := s.limits.Default(a); ok {
-			*v.Limits.rate(a) = &def
+			*rateField(a, &in.Publish, &in.Resend, &in.Replay, &in.TestEvent) = &def
 		}
 	}
 	return v

@@ -116,15 +116,15 @@ func (h *heldToken) adjust(r Rate, limited, through bool) {
 	}
 }
 
-// sweep forgets, at most every sweepEvery, the buckets that have refilled:
-// they are as good as new. Called with c.mu held.
+// sweep forgets, at most every sweepEvery, the buckets that have refilled
+// or have no limit: they are as good as new. Called with c.mu held.
 func (c *credentialBuckets) sweep(now time.Time) {
 	if now.Sub(c.lastSweep) < sweepEvery {
 		return
 	}
 	c.lastSweep = now
 	for key, bucket := range c.buckets {
-		if bucket.TokensAt(now) >= float64(bucket.Burst()) {
+		if bucket.Limit() == rate.Inf || bucket.TokensAt(now) >= float64(bucket.Burst()) {
 			delete(c.buckets, key)
 		}
 	}
