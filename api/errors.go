@@ -15,10 +15,13 @@ import (
 // It returns nil for errors it does not know.
 func (s *Server) domainProblem(err error) *Problem {
 	var (
-		verr *store.ValidationError
-		oerr *outbox.ValidationError
+		verr  *store.ValidationError
+		oerr  *outbox.ValidationError
+		limit *store.EndpointLimitError
 	)
 	switch {
+	case errors.As(err, &limit):
+		return endpointLimitProblem(limit)
 	case errors.As(err, &oerr):
 		return publishProblem(oerr)
 	case errors.As(err, &verr) && verr.Err != nil:

@@ -157,8 +157,8 @@ var operatorOnly = requireOperator("this route acts across tenants and needs an 
 // operatorManaged guards what operators set for a tenant and the tenant may
 // not change itself: its name is how people tell tenants apart in the
 // portal, so a tenant renamed after another could pass its portal links off
-// as the other's.
-var operatorManaged = requireOperator("only an operator API key may rename a tenant: people tell tenants apart by name in the portal, so the operator sets it; ask your operator to change it")
+// as the other's; its limits keep it from crowding out the others.
+var operatorManaged = requireOperator("only an operator API key may rename a tenant or change its limits: people tell tenants apart by name in the portal, and limits keep one tenant from crowding out the others, so the operator sets both; ask your operator to change them")
 
 // requireOperator returns a guard that refuses every caller but an operator
 // API key with a 403 saying detail.

@@ -74,3 +74,74 @@ func TestOpenAPIDocumentMatchesRegisteredRoutes(t *testing.T) {
 	}
 	require.True(t, json.Valid(resp.Body))
 }
+
+// The document describes the limits as they are served: the four
+// rate-limited routes answer 429 with the rate-limit response, and the
+// tenant, its limits and the problem's limit have exactly the fields a
+// response carries.
+func TestOpenAPIDocumentsLimits(t *testing.T) {
+	t.Parallel()
+	b := setup(t)
+	var doc struct {
+		Paths      map[string]map[string]openAPIOp `json:"paths"`
+		Components struct {
+			Schemas map[string]struct {
+				Required   []string                   `json:"required"`
+				Properties map[string]json.RawMessage `json:"properties"`
+			} `json:"schemas"`
+			Responses map[string]struct {
+				Headers map[string]any `json:"headers"`
+			} `json:"responses"`
+		} `json:"components"`
+	}
+	b.do(t, "", "GET", "/openapi.json", nil).Decode(t, &doc)
+	for _, route := range []string{
+		"/v1/tenants/{tenantID}/messages",
+		"/v1/tenants/{tenantID}/messages/{messageID}/endpoints/{endpointID}/resend",
+		"/v1/tenants/{tenantID}/endpoints/{endpointID}/test",
+		"/v1/tenants/{tenantID}/endpoints/{endpointID}/replays",
+	} {
+		require.Equal(t, map[string]any{"$ref": "#/components/responses/RateLimited"}, doc.Paths[route]["post"].Responses["429"], "POST %s", route)
+	}
+	require.Contains(t, doc.Components.Responses["RateLimited"].Headers, "Retry-After")
+	require.Contains(t, doc.Paths["/v1/tenants/{tenantID}/endpoints"]["post"].Responses, "409", "the endpoint cap")
+
+	keys := func(raw map[string]any) []string {
+		out := make([]string, 0, len(raw))
+		for k := range raw {
+			out = append(out, k)
+		}
+		slices.Sort(out)
+		return out
+	}
+	documented := func(schema string) []string {
+		out := make([]string, 0)
+		for k := range doc.Components.Schemas[schema].Properties {
+			out = append(out, k)
+		}
+		slices.Sort(out)
+		return out
+	}
+	var tenant map[string]any
+	b.do(t, b.operator, "PATCH", "/v1/tenants/acme", map[string]any{"limits": map[string]any{
+		"max_endpoints": 5, "publish": map[string]any{"per_second": 1, "burst": 1}, "resend": map[string]any{"per_second": 1, "burst": 1},
+		"replay": map[string]any{"per_second": 1, "burst": 1}, "test_event": map[string]any{"per_second": 1, "burst": 1},
+	}}).Decode(t, &tenant)
+	require.Equal(t, documented("Tenant"), keys(tenant))
+	required := slices.Clone(doc.Components.Schemas["Tenant"].Required)
+	slices.Sort(required)
+	require.Equal(t, keys(tenant), required)
+	require.Equal(t, documented("TenantLimits"), keys(tenant["limits"].(map[string]any)))
+	require.Equal(t, documented("TenantLimitOverrides"), keys(tenant["limit_overrides"].(map[string]any)))
+	require.Equal(t, documented("Rate"), keys(tenant["limits"].(map[string]any)["publish"].(map[string]any)))
+
+	for range 2 {
+		b.do(t, b.acme, "POST", "/v1/tenants/acme/messages", map[string]any{"event_type": "invoice.paid", "object_id": "inv_1", "data": map[string]any{}})
+	}
+	var p map[string]any
+	resp := b.do(t, b.acme, "POST", "/v1/tenants/acme/messages", map[string]any{"event_type": "invoice.paid", "object_id": "inv_1", "data": map[string]any{}})
+	require.Equal(t, http.StatusTooManyRequests, resp.Status)
+	resp.Decode(t, &p)
+	require.Subset(t, documented("Problem"), keys(p))
+	require.Equal(t, documented("ProblemLimit"), keys(p["limit"].(map[string]any)))
+}

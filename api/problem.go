@@ -22,6 +22,9 @@ type Problem struct {
 	// Field names the request field or query parameter at fault, for
 	// validation problems.
 	Field string `json:"field,omitempty"`
+	// Limit names the limit that turned the request away, for 429s of
+	// rate limits.
+	Limit *ProblemLimit `json:"limit,omitempty"`
 	// RequestID matches the X-Request-Id header and the server's logs.
 	RequestID string `json:"request_id,omitempty"`
 }

@@ -28,6 +28,7 @@ import (
 	"github.com/heraldhq/herald/internal/clientaddr"
 	"github.com/heraldhq/herald/internal/metrics"
 	"github.com/heraldhq/herald/internal/page"
+	"github.com/heraldhq/herald/limits"
 	"github.com/heraldhq/herald/migrations"
 	"github.com/heraldhq/herald/replay"
 	"github.com/heraldhq/herald/store"
@@ -61,6 +62,10 @@ type Config struct {
 	// Give the portal the same one. Defaults to a FailureThrottle with
 	// auth's defaults: 20 failures, then one a second.
 	AuthThrottle *auth.FailureThrottle
+	// Limits rate-limits publishes, resends, replays and test events per
+	// tenant and per credential. Give the portal the same one. Defaults to
+	// a Limiter with limits' defaults (limits.DefaultRate).
+	Limits *limits.Limiter
 	// MetricsToken, when set, is the bearer token /metrics requires:
 	// Prometheus sends it with `authorization: {credentials: …}` in its
 	// scrape config. Empty (the default) serves /metrics to anyone who
@@ -77,6 +82,7 @@ type Server struct {
 	maxBodyBytes int64
 	clients      clientaddr.Resolver
 	throttle     *auth.FailureThrottle
+	limits       *limits.Limiter
 	metricsToken string
 	jobs         replay.Inserter
 	router       chi.Router
@@ -101,6 +107,7 @@ func New(cfg Config) (*Server, error) {
 		maxBodyBytes: cfg.MaxBodyBytes,
 		clients:      clientaddr.Resolver{Header: cfg.TrustedProxyHeader},
 		throttle:     cfg.AuthThrottle,
+		limits:       cfg.Limits,
 		metricsToken: cfg.MetricsToken,
 	}
 	if err := clientaddr.CheckHeader(cfg.TrustedProxyHeader); err != nil {
@@ -108,6 +115,12 @@ func New(cfg Config) (*Server, error) {
 	}
 	if s.throttle == nil {
 		s.throttle = auth.NewFailureThrottle(auth.ThrottleConfig{})
+	}
+	if s.limits == nil {
+		var err error
+		if s.limits, err = limits.New(cfg.Pool, limits.Config{}); err != nil {
+			return nil, fmt.Errorf("api: %w", err)
+		}
 	}
 	if s.logger == nil {
 		s.logger = slog.Default()
@@ -183,11 +196,11 @@ func (s *Server) routes(registry *prometheus.Registry, portal http.Handler) chi.
 			r.With(apiKeyOnly).Delete("/api-keys/{keyID}", s.h(s.revokeTenantKey))
 			r.With(apiKeyOnly).Post("/portal-links", s.h(s.createPortalLink))
 
-			r.With(apiKeyOnly).Post("/messages", s.h(s.publish))
+			r.With(apiKeyOnly, s.rateLimited(limits.Publish)).Post("/messages", s.h(s.publish))
 			r.Get("/messages", s.h(s.listMessages))
 			r.Get("/messages/{messageID}", s.h(s.getMessage))
 			r.Get("/messages/{messageID}/attempts", s.h(s.listMessageAttempts))
-			r.Post("/messages/{messageID}/endpoints/{endpointID}/resend", s.h(s.resend))
+			r.With(s.rateLimited(limits.Resend)).Post("/messages/{messageID}/endpoints/{endpointID}/resend", s.h(s.resend))
 
 			r.Get("/endpoints", s.h(s.listEndpoints))
 			r.Post("/endpoints", s.h(s.createEndpoint))
@@ -200,8 +213,8 @@ func (s *Server) routes(registry *prometheus.Registry, portal http.Handler) chi.
 			r.Post("/endpoints/{endpointID}/secret/rotate", s.h(s.rotateSecret))
 			r.Get("/endpoints/{endpointID}/attempts", s.h(s.listEndpointAttempts))
 			r.Get("/endpoints/{endpointID}/stats", s.h(s.endpointStats))
-			r.Post("/endpoints/{endpointID}/test", s.h(s.sendTestEvent))
-			r.Post("/endpoints/{endpointID}/replays", s.h(s.createReplay))
+			r.With(s.rateLimited(limits.TestEvent)).Post("/endpoints/{endpointID}/test", s.h(s.sendTestEvent))
+			r.With(s.rateLimited(limits.Replay)).Post("/endpoints/{endpointID}/replays", s.h(s.createReplay))
 			r.Get("/endpoints/{endpointID}/replays", s.h(s.listReplays))
 			r.Get("/endpoints/{endpointID}/replays/{replayID}", s.h(s.getReplay))
 		})

@@ -1,25 +1,82 @@
 package api
 
 import (
+	"bytes"
+	"encoding/json"
+	"fmt"
 	"net/http"
 	"time"
 
 	"github.com/go-chi/chi/v5"
 
 	"github.com/heraldhq/herald/internal/page"
+	"github.com/heraldhq/herald/limits"
 	"github.com/heraldhq/herald/store"
 )
 
 // Tenant is a tenant as the API shows it.
 type Tenant struct {
-	ID        string    `json:"id"`
-	Name      string    `json:"name"`
-	CreatedAt time.Time `json:"created_at"`
-	UpdatedAt time.Time `json:"updated_at"`
+	ID   string `json:"id"`
+	Name string `json:"name"`
+	// Limits are the limits that hold for the tenant: its own where an
+	// operator set one, the defaults elsewhere.
+	Limits TenantLimits `json:"limits"`
+	// LimitOverrides are the limits an operator set for this tenant; what
+	// is absent follows the defaults.
+	LimitOverrides TenantLimitOverrides `json:"limit_overrides"`
+	// EndpointCount is how many endpoints the tenant has.
+	EndpointCount int       `json:"endpoint_count"`
+	CreatedAt     time.Time `json:"created_at"`
+	UpdatedAt     time.Time `json:"updated_at"`
 }
 
-func tenantView(t store.Tenant) Tenant {
-	return Tenant{ID: t.ID, Name: t.Name, CreatedAt: t.CreatedAt, UpdatedAt: t.UpdatedAt}
+// TenantLimits are the limits in force for a tenant; null means none.
+type TenantLimits struct {
+	MaxEndpoints *int         `json:"max_endpoints"`
+	Publish      *limits.Rate `json:"publish"`
+	Resend       *limits.Rate `json:"resend"`
+	Replay       *limits.Rate `json:"replay"`
+	TestEvent    *limits.Rate `json:"test_event"`
+}
+
+// TenantLimitOverrides are the limits an operator set for a tenant.
+type TenantLimitOverrides struct {
+	MaxEndpoints *int         `json:"max_endpoints,omitempty"`
+	Publish      *limits.Rate `json:"publish,omitempty"`
+	Resend       *limits.Rate `json:"resend,omitempty"`
+	Replay       *limits.Rate `json:"replay,omitempty"`
+	TestEvent    *limits.Rate `json:"test_event,omitempty"`
+}
+
+// rateField returns which of the four fields holds action a's rate.
+func rateField(a limits.Action, publish, resend, replay, testEvent **limits.Rate) **limits.Rate {
+	switch a {
+	case limits.Publish:
+		return publish
+	case limits.Resend:
+		return resend
+	case limits.Replay:
+		return replay
+	}
+	return testEvent
+}
+
+func (s *Server) tenantView(t store.Tenant) Tenant {
+	v := Tenant{ID: t.ID, Name: t.Name, EndpointCount: t.EndpointCount, CreatedAt: t.CreatedAt, UpdatedAt: t.UpdatedAt}
+	if max, ok := s.store.MaxEndpoints(t); ok {
+		v.Limits.MaxEndpoints = &max
+	}
+	v.LimitOverrides.MaxEndpoints = t.Limits.MaxEndpoints
+	in, own := &v.Limits, &v.LimitOverrides
+	for _, a := range limits.Actions() {
+		if r, ok := t.Limits.Rates[a]; ok {
+			*rateField(a, &in.Publish, &in.Resend, &in.Replay, &in.TestEvent) = &r
+			*rateField(a, &own.Publish, &own.Resend, &own.Replay, &own.TestEvent) = &r
+		} else if def, ok := s.limits.Default(a); ok {
+			*rateField(a, &in.Publish, &in.Resend, &in.Replay, &in.TestEvent) = &def
+		}
+	}
+	return v
 }
 
 type createTenantRequest struct {
@@ -27,8 +84,70 @@ type createTenantRequest struct {
 	Name string `json:"name"`
 }
 
+// updateTenantRequest is a PATCH: an absent field is left as it is. In
+// limits, null removes the tenant's own limit, so the default applies.
 type updateTenantRequest struct {
-	Name *string `json:"name"`
+	Name   *string                    `json:"name"`
+	Limits map[string]json.RawMessage `json:"limits"`
+}
+
+// storeUpdate reads the request's limits into a store.TenantUpdate.
+func (req updateTenantRequest) storeUpdate() (store.TenantUpdate, error) {
+	u := store.TenantUpdate{Name: req.Name}
+	for name, raw := range req.Limits {
+		field := "limits." + name
+		null := bytes.Equal(bytes.TrimSpace(raw), []byte("null"))
+		if name == "max_endpoints" {
+			max := -1
+			if !null {
+				if err := json.Unmarshal(raw, &max); err != nil || max < 0 {
+					return u, invalid(field, fmt.Sprintf("%s must be a whole number of endpoints, 0 or more, or null for the default (got %s)", field, quoteRaw(raw)))
+				}
+			}
+			u.MaxEndpoints = &max
+			continue
+		}
+		a, err := limits.ParseAction(name)
+		if err != nil {
+			return u, invalid(field, fmt.Sprintf("limits has no field %q; it holds max_endpoints, publish, resend, replay and test_event", name))
+		}
+		if u.Rates == nil {
+			u.Rates = map[limits.Action]*limits.Rate{}
+		}
+		if null {
+			u.Rates[a] = nil
+			continue
+		}
+		var r limits.Rate
+		dec := json.NewDecoder(bytes.NewReader(raw))
+		dec.DisallowUnknownFields()
+		if err := dec.Decode(&r); err != nil {
+			return u, invalid(field, fmt.Sprintf(`%s must be {"per_second": <number>, "burst": <whole number>}, or null for the default (got %s)`, field, quoteRaw(raw)))
+		}
+		u.Rates[a] = &r
+	}
+	return u, nil
+}
+
+// quoteRaw shows a client's JSON value in a message, shortened.
+func quoteRaw(raw json.RawMessage) string {
+	s := string(bytes.TrimSpace(raw))
+	if len(s) > 80 {
+		s = s[:80] + "…"
+	}
+	return s
+}
+
+// endpointLimitProblem explains a creation refused by the tenant's
+// endpoint cap and how to get past it.
+func endpointLimitProblem(e *store.EndpointLimitError) *Problem {
+	which := "the default cap (--max-endpoints-per-tenant)"
+	if e.Own {
+		which = "the cap an operator set for it"
+	}
+	return problem(http.StatusConflict, "endpoint-limit-reached", fmt.Sprintf(
+		`tenant %q has %d endpoints and %s is %d; delete an endpoint it no longer needs, or have an operator raise the cap with PATCH /v1/tenants/%s {"limits": {"max_endpoints": …}}`,
+		e.TenantID, e.Count, which, e.Max, e.TenantID))
 }
 
 // listTenants lists every tenant for an operator key, oldest first; a
@@ -43,7 +162,7 @@ func (s *Server) listTenants(w http.ResponseWriter, r *http.Request) error {
 		if err != nil {
 			return err
 		}
-		return writePage(w, page.Page[Tenant]{Items: []Tenant{tenantView(t)}})
+		return writePage(w, page.Page[Tenant]{Items: []Tenant{s.tenantView(t)}})
 	}
 	params := store.ListParams[string]{Limit: req.Size()}
 	if req.After != nil {
@@ -55,7 +174,7 @@ func (s *Server) listTenants(w http.ResponseWriter, r *http.Request) error {
 	}
 	out := page.Page[Tenant]{Items: make([]Tenant, len(tenants.Items))}
 	for i, t := range tenants.Items {
-		out.Items[i] = tenantView(t)
+		out.Items[i] = s.tenantView(t)
 	}
 	if tenants.More {
 		last := tenants.Items[len(tenants.Items)-1]
@@ -73,7 +192,7 @@ func (s *Server) createTenant(w http.ResponseWriter, r *http.Request) error {
 	if err != nil {
 		return err
 	}
-	return writeJSON(w, http.StatusCreated, tenantView(t))
+	return writeJSON(w, http.StatusCreated, s.tenantView(t))
 }
 
 func (s *Server) getTenant(w http.ResponseWriter, r *http.Request) error {
@@ -81,7 +200,7 @@ func (s *Server) getTenant(w http.ResponseWriter, r *http.Request) error {
 	if err != nil {
 		return err
 	}
-	return writeJSON(w, http.StatusOK, tenantView(t))
+	return writeJSON(w, http.StatusOK, s.tenantView(t))
 }
 
 func (s *Server) updateTenant(w http.ResponseWriter, r *http.Request) error {
@@ -89,11 +208,15 @@ func (s *Server) updateTenant(w http.ResponseWriter, r *http.Request) error {
 	if err := s.decode(w, r, &req); err != nil {
 		return err
 	}
-	t, err := s.store.UpdateTenant(r.Context(), chi.URLParam(r, "tenantID"), store.TenantUpdate{Name: req.Name})
+	u, err := req.storeUpdate()
 	if err != nil {
 		return err
 	}
-	return writeJSON(w, http.StatusOK, tenantView(t))
+	t, err := s.store.UpdateTenant(r.Context(), chi.URLParam(r, "tenantID"), u)
+	if err != nil {
+		return err
+	}
+	return writeJSON(w, http.StatusOK, s.tenantView(t))
 }
 
 func (s *Server) deleteTenant(w http.ResponseWriter, r *http.Request) error {

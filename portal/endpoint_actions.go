@@ -152,6 +152,9 @@ func (p *Portal) createEndpoint(w http.ResponseWriter, r *http.Request, s *sessi
 		if refused(err, &data) {
 			return p.renderEndpointForm(w, r, s, http.StatusUnprocessableEntity, data)
 		}
+		if atCap(err, &data) {
+			return p.renderEndpointForm(w, r, s, http.StatusConflict, data)
+		}
 		return err
 	}
 	redirectDone(w, r, Path+"/endpoints/"+e.ID.String(), "created")

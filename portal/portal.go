@@ -32,6 +32,7 @@ import (
 	"github.com/riverqueue/river/riverdriver/riverpgxv5"
 
 	"github.com/heraldhq/herald/internal/auth"
+	"github.com/heraldhq/herald/limits"
 	"github.com/heraldhq/herald/migrations"
 	"github.com/heraldhq/herald/replay"
 	"github.com/heraldhq/herald/store"
@@ -57,6 +58,10 @@ type Config struct {
 	// always Secure on requests that arrived over TLS; set this when TLS ends
 	// at a proxy in front of Herald. Defaults to false.
 	SecureCookies bool
+	// Limits rate-limits resends, replays and test events per tenant and
+	// per session. Give the API the same one. Defaults to a Limiter with
+	// limits' defaults.
+	Limits *limits.Limiter
 	// AuthThrottle slows down failed sign-ins (links that do not work,
 	// sessions that do not exist) per client address, as
 	// clientaddr.From finds it. Give the API the same one. Defaults to a
@@ -70,6 +75,7 @@ type Portal struct {
 	pool   *pgxpool.Pool
 	store  *store.Store
 	jobs   replay.Inserter
+	limits *limits.Limiter
 	logger *slog.Logger
 	pages  *pages
 	assets *assets
@@ -90,6 +96,12 @@ func New(cfg Config) (*Portal, error) {
 	if cfg.AuthThrottle == nil {
 		cfg.AuthThrottle = auth.NewFailureThrottle(auth.ThrottleConfig{})
 	}
+	if cfg.Limits == nil {
+		var err error
+		if cfg.Limits, err = limits.New(cfg.Pool, limits.Config{}); err != nil {
+			return nil, fmt.Errorf("portal: %w", err)
+		}
+	}
 	as, err := loadAssets()
 	if err != nil {
 		return nil, err
@@ -104,7 +116,7 @@ func New(cfg Config) (*Portal, error) {
 	if err != nil {
 		return nil, fmt.Errorf("portal: River client: %w", err)
 	}
-	p := &Portal{cfg: cfg, pool: cfg.Pool, store: cfg.Store, jobs: jobs, logger: cfg.Logger, pages: pg, assets: as}
+	p := &Portal{cfg: cfg, pool: cfg.Pool, store: cfg.Store, jobs: jobs, limits: cfg.Limits, logger: cfg.Logger, pages: pg, assets: as}
 	p.router = p.routes()
 	return p, nil
 }
@@ -145,15 +157,15 @@ func (p *Portal) routes() chi.Router {
 		r.Post("/endpoints/{id}/delete", p.handle(p.deleteEndpoint))
 		r.Post("/endpoints/{id}/secret", p.handle(p.revealSecret))
 		r.Post("/endpoints/{id}/secret/rotate", p.handle(p.rotateSecret))
-		r.Post("/endpoints/{id}/test", p.handle(p.sendTestEvent))
-		r.Post("/endpoints/{id}/replays", p.handle(p.startReplay))
+		r.Post("/endpoints/{id}/test", p.handle(p.limited(limits.TestEvent, p.sendTestEvent)))
+		r.Post("/endpoints/{id}/replays", p.handle(p.limited(limits.Replay, p.startReplay)))
 		r.Get("/endpoints/{id}/replays/{replayID}", p.handle(p.replayDetail))
 		r.Get("/endpoints/{id}/replays/{replayID}/progress", p.handle(p.replayProgress))
 
 		r.Get("/messages", p.handle(p.messageLog))
 		r.Get("/messages/{id}", p.handle(p.messageDetail))
 		r.Get("/attempts/{id}", p.handle(p.attemptDetail))
-		r.Post("/deliveries/{id}/resend", p.handle(p.resend))
+		r.Post("/deliveries/{id}/resend", p.handle(p.limited(limits.Resend, p.resend)))
 	})
 	return r
 }

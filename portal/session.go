@@ -12,6 +12,7 @@ import (
 	"unicode"
 	"unicode/utf8"
 
+	"github.com/google/uuid"
 	"github.com/jackc/pgx/v5"
 
 	"github.com/heraldhq/herald/internal/auth"
@@ -33,6 +34,8 @@ type session struct {
 	TenantName string
 	CSRF       string
 	token      string
+	// id is the session's id, the credential its rate limits count by.
+	id uuid.UUID
 }
 
 // page fills the fields every template needs.
@@ -103,7 +106,7 @@ func (p *Portal) requireSession(next http.Handler) http.Handler {
 			p.fail(w, r, err)
 			return
 		}
-		s := &session{TenantID: principal.TenantID, CSRF: csrfToken(c.Value), token: c.Value}
+		s := &session{TenantID: principal.TenantID, CSRF: csrfToken(c.Value), token: c.Value, id: principal.ID}
 		if err := p.pool.QueryRow(r.Context(), selectTenantName, s.TenantID).Scan(&s.TenantName); err != nil {
 			if errors.Is(err, pgx.ErrNoRows) {
 				p.renderError(w, r, nil, errNoSession)

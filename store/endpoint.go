@@ -97,7 +97,9 @@ func scanEndpoint(row pgx.Row) (Endpoint, error) {
 
 // CreateEndpoint creates an endpoint with its first signing secret; read
 // the secret with RevealSecret. A tenant that does not exist is an error
-// wrapping ErrNotFound.
+// wrapping ErrNotFound; one that has as many endpoints as its cap allows
+// (its own, or Config.MaxEndpointsPerTenant) an *EndpointLimitError. The
+// cap holds however many processes create endpoints at once.
 func (s *Store) CreateEndpoint(ctx context.Context, n NewEndpoint) (Endpoint, error) {
 	return s.createEndpoint(ctx, s.pool, n)
 }
@@ -140,14 +142,36 @@ func (s *Store) createEndpoint(ctx context.Context, db dbtx, n NewEndpoint) (End
 	}
 	id, secretID := uuid.Must(uuid.NewV7()), uuid.Must(uuid.NewV7())
 	e, err := scanEndpoint(db.QueryRow(ctx, insertEndpoint, id, n.TenantID, n.URL, n.Description, eventTypes, n.RateLimit,
-		secretID, algorithm, s.sealSecret(id, secret)))
+		secretID, algorithm, s.sealSecret(id, secret), s.defaultCap()))
 	if errors.Is(err, pgx.ErrNoRows) {
-		return fail(fmt.Errorf("tenant %q: %w", n.TenantID, ErrNotFound))
+		return fail(s.refusal(ctx, db, n.TenantID))
 	}
 	if err != nil {
 		return fail(err)
 	}
 	return e, nil
+}
+
+// defaultCap is the default endpoint cap as insertEndpoint takes it: nil
+// for none.
+func (s *Store) defaultCap() *int {
+	if s.maxEndpoints < 0 {
+		return nil
+	}
+	return &s.maxEndpoints
+}
+
+// refusal says why insertEndpoint created nothing for tenantID.
+func (s *Store) refusal(ctx context.Context, db dbtx, tenantID string) error {
+	limit := &EndpointLimitError{TenantID: tenantID}
+	err := db.QueryRow(ctx, selectEndpointCap, tenantID, s.defaultCap()).Scan(&limit.Count, &limit.Max, &limit.Own)
+	if errors.Is(err, pgx.ErrNoRows) {
+		return fmt.Errorf("tenant %q: %w", tenantID, ErrNotFound)
+	}
+	if err != nil {
+		return err
+	}
+	return limit
 }
 
 // GetEndpoint returns an endpoint, or an error wrapping ErrNotFound.

@@ -266,6 +266,8 @@ func TestListEndpointsStableUnderInserts(t *testing.T) {
 	t.Parallel()
 	b, ctx := setup(t)
 	b.tenant(t, "acme")
+	_, err := b.store.UpdateTenant(ctx, "acme", store.TenantUpdate{MaxEndpoints: new(60)})
+	require.NoError(t, err)
 	existing := map[uuid.UUID]bool{}
 	for range 30 {
 		existing[b.endpoint(t, ctx, "acme").ID] = true

@@ -13,6 +13,31 @@ var ErrNotFound = errors.New("not found")
 // taken.
 var ErrAlreadyExists = errors.New("already exists")
 
+// ErrEndpointLimit is wrapped by the *EndpointLimitError of an endpoint
+// that CreateEndpoint refused because its tenant is at its cap.
+var ErrEndpointLimit = errors.New("the tenant has as many endpoints as its cap allows")
+
+// EndpointLimitError is CreateEndpoint's refusal of an endpoint beyond its
+// tenant's cap.
+type EndpointLimitError struct {
+	TenantID string
+	// Count is the tenant's number of endpoints, Max its cap.
+	Count, Max int
+	// Own is true when the cap is the tenant's own (set by an operator),
+	// false when it is the default.
+	Own bool
+}
+
+func (e *EndpointLimitError) Error() string {
+	which := "the default cap"
+	if e.Own {
+		which = "its own cap"
+	}
+	return fmt.Sprintf("tenant %q has %d endpoints and %s is %d", e.TenantID, e.Count, which, e.Max)
+}
+
+func (e *EndpointLimitError) Unwrap() error { return ErrEndpointLimit }
+
 // ValidationError reports input the store refuses.
 type ValidationError struct {
 	// Field names the input at fault, as the API spells it: "id", "name",

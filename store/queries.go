@@ -2,7 +2,7 @@ package store
 
 // Tenants.
 const (
-	tenantColumns = `id, name, created_at, updated_at`
+	tenantColumns = `id, name, max_endpoints, rate_limits, endpoint_count, created_at, updated_at`
 
 	insertTenant = `INSERT INTO herald.tenants (id, name) VALUES ($1, $2)
 ON CONFLICT (id) DO NOTHING
@@ -13,7 +13,15 @@ RETURNING ` + tenantColumns
 	listTenants = `SELECT ` + tenantColumns + ` FROM herald.tenants
 WHERE id > $1 ORDER BY id LIMIT $2`
 
-	updateTenant = `UPDATE herald.tenants SET name = coalesce($2, name), updated_at = now()
+	// updateTenant sets the name unless $2 is NULL; the own endpoint cap
+	// to $3 unless it is NULL, or back to the default when it is negative;
+	// and, of the own rate limits, removes the actions $4 and sets those of
+	// the object $5.
+	updateTenant = `UPDATE herald.tenants SET
+    name = coalesce($2, name),
+    max_endpoints = CASE WHEN $3::integer IS NULL THEN max_endpoints WHEN $3 < 0 THEN NULL ELSE $3 END,
+    rate_limits = (rate_limits - $4::text[]) || $5::jsonb,
+    updated_at = now()
 WHERE id = $1
 RETURNING ` + tenantColumns
 
@@ -28,18 +36,34 @@ const (
 coalesce(disabled_reason, ''), disabled_at, failing_since, last_success_at, created_at, updated_at`
 
 	// insertEndpoint creates the endpoint and its first secret in one
-	// statement, and nothing when the tenant does not exist, so a caller's
-	// transaction is never aborted by an unknown tenant.
-	insertEndpoint = `WITH endpoint AS (
+	// statement, and nothing when the tenant does not exist or has as many
+	// endpoints as its own cap, or else the default $10 (NULL: no cap),
+	// allows, so a caller's transaction is never aborted by either. The
+	// tenant's row is locked first and its endpoint_count (kept by a
+	// trigger) compared: a creation waiting for the lock sees the count
+	// the one before it committed, whichever replica made it (READ
+	// COMMITTED re-reads a row locked after a wait; a REPEATABLE READ
+	// transaction fails with a serialization error instead).
+	insertEndpoint = `WITH tenant AS (
+    SELECT id FROM herald.tenants
+    WHERE id = $2 AND (coalesce(max_endpoints, $10::integer) IS NULL OR endpoint_count < coalesce(max_endpoints, $10::integer))
+    FOR NO KEY UPDATE
+), endpoint AS (
     INSERT INTO herald.endpoints (id, tenant_id, url, description, event_types, rate_limit)
-    SELECT $1, $2, $3, $4, $5, nullif($6::double precision, 0)
-    WHERE EXISTS (SELECT 1 FROM herald.tenants WHERE id = $2)
+    SELECT $1, tenant.id, $3, $4, $5, nullif($6::double precision, 0) FROM tenant
     RETURNING *
 ), secret AS (
     INSERT INTO herald.endpoint_secrets (id, endpoint_id, algorithm, ciphertext)
     SELECT $7, id, $8, $9 FROM endpoint
 )
 SELECT ` + endpointColumns + ` FROM endpoint`
+
+	// selectEndpointCap explains a refused creation: the tenant's endpoint
+	// count, its cap (own, or else the default $2) and whether the cap is
+	// its own (-1: none, which a refusal cannot have). No row: the tenant
+	// does not exist.
+	selectEndpointCap = `SELECT endpoint_count, coalesce(max_endpoints, $2::integer, -1), max_endpoints IS NOT NULL
+FROM herald.tenants WHERE id = $1`
 
 	selectEndpoint = `SELECT ` + endpointColumns + ` FROM herald.endpoints WHERE id = $1`
 

@@ -10,6 +10,7 @@ import (
 	"github.com/jackc/pgx/v5/pgxpool"
 
 	"github.com/heraldhq/herald/internal/secretbox"
+	"github.com/heraldhq/herald/limits"
 )
 
 // Config configures a Store.
@@ -25,6 +26,11 @@ type Config struct {
 	// Now is the clock for disable times and secret expiry. Defaults to
 	// time.Now. Nil means the default.
 	Now func() time.Time
+	// MaxEndpointsPerTenant caps the endpoints of a tenant without a cap
+	// of its own (TenantUpdate.MaxEndpoints): CreateEndpoint refuses more
+	// with an *EndpointLimitError. Defaults to limits.DefaultMaxEndpoints
+	// (50). Zero means the default; negative means no cap.
+	MaxEndpointsPerTenant int
 }
 
 // Store reads and writes tenants, endpoints and their secrets. It is safe
@@ -34,6 +40,8 @@ type Store struct {
 	box       *secretbox.Box
 	urlPolicy func(string) error
 	now       func() time.Time
+	// maxEndpoints is the default endpoint cap; negative: none.
+	maxEndpoints int
 }
 
 // New returns a Store on pool.
@@ -44,9 +52,12 @@ func New(pool *pgxpool.Pool, cfg Config) (*Store, error) {
 	if cfg.Box == nil {
 		return nil, errors.New("store: Config.Box is nil; endpoint secrets need the operator key (" + secretbox.EnvKey + ")")
 	}
-	s := &Store{pool: pool, box: cfg.Box, urlPolicy: cfg.CheckURL, now: cfg.Now}
+	s := &Store{pool: pool, box: cfg.Box, urlPolicy: cfg.CheckURL, now: cfg.Now, maxEndpoints: cfg.MaxEndpointsPerTenant}
 	if s.now == nil {
 		s.now = time.Now
+	}
+	if s.maxEndpoints == 0 {
+		s.maxEndpoints = limits.DefaultMaxEndpoints
 	}
 	return s, nil
 }

@@ -7,16 +7,34 @@ import (
 	"time"
 
 	"github.com/jackc/pgx/v5"
+
+	"github.com/heraldhq/herald/limits"
 )
 
 // Tenant is one customer of the SaaS team running Herald.
 type Tenant struct {
 	// ID is chosen by the producer, usually its own customer id: 1 to 128
 	// letters, digits, "_", ":" and "-", starting with a letter or digit.
-	ID        string
-	Name      string
-	CreatedAt time.Time
-	UpdatedAt time.Time
+	ID   string
+	Name string
+	// Limits are the limits an operator set for this tenant; the rest
+	// follow the defaults.
+	Limits TenantLimits
+	// EndpointCount is how many endpoints the tenant has.
+	EndpointCount int
+	CreatedAt     time.Time
+	UpdatedAt     time.Time
+}
+
+// TenantLimits are a tenant's own limits, set by an operator. What is not
+// set follows the defaults: the store's for the endpoint cap, the api's
+// (limits.Config) for rates.
+type TenantLimits struct {
+	// MaxEndpoints is the tenant's own cap on its endpoints; nil means
+	// Config.MaxEndpointsPerTenant.
+	MaxEndpoints *int
+	// Rates are the tenant's own rate limits, by action. Never nil.
+	Rates map[limits.Action]limits.Rate
 }
 
 // NewTenant is what CreateTenant needs.
@@ -31,12 +49,36 @@ type NewTenant struct {
 // it is.
 type TenantUpdate struct {
 	Name *string
+	// MaxEndpoints sets the tenant's own endpoint cap, 0 to
+	// MaxEndpointsLimit; a pointer to a negative number removes it, so the
+	// default applies again. A cap below the tenant's endpoint count
+	// deletes nothing: it refuses new endpoints until enough are deleted.
+	MaxEndpoints *int
+	// Rates sets the tenant's own limit of each action in the map
+	// (limits.Rate.Check says which are allowed); a nil value removes it,
+	// so the default applies again. Actions not in the map keep theirs.
+	Rates map[limits.Action]*limits.Rate
 }
+
+// MaxEndpointsLimit is the largest endpoint cap a tenant can be given.
+const MaxEndpointsLimit = 1_000_000
 
 func scanTenant(row pgx.Row) (Tenant, error) {
 	var t Tenant
-	err := row.Scan(&t.ID, &t.Name, &t.CreatedAt, &t.UpdatedAt)
+	err := row.Scan(&t.ID, &t.Name, &t.Limits.MaxEndpoints, &t.Limits.Rates, &t.EndpointCount, &t.CreatedAt, &t.UpdatedAt)
+	if t.Limits.Rates == nil {
+		t.Limits.Rates = map[limits.Action]limits.Rate{}
+	}
 	return t, err
+}
+
+// MaxEndpoints returns the cap on t's endpoints: its own, or else the
+// default. false means no cap.
+func (s *Store) MaxEndpoints(t Tenant) (int, bool) {
+	if t.Limits.MaxEndpoints != nil {
+		return *t.Limits.MaxEndpoints, true
+	}
+	return s.maxEndpoints, s.maxEndpoints >= 0
 }
 
 // CreateTenant creates a tenant. An id already in use is an error wrapping
@@ -122,7 +164,25 @@ func (s *Store) updateTenant(ctx context.Context, db dbtx, id string, u TenantUp
 			return Tenant{}, fmt.Errorf("update tenant %q: %w", id, err)
 		}
 	}
-	t, err := scanTenant(db.QueryRow(ctx, updateTenant, id, u.Name))
+	if u.MaxEndpoints != nil && *u.MaxEndpoints > MaxEndpointsLimit {
+		return Tenant{}, fmt.Errorf("update tenant %q: %w", id, invalid("limits.max_endpoints",
+			"is %d; give a cap from 0 to %d, or null for the default", *u.MaxEndpoints, MaxEndpointsLimit))
+	}
+	removed, set := []string{}, map[limits.Action]limits.Rate{}
+	for a, r := range u.Rates {
+		if _, err := limits.ParseAction(string(a)); err != nil {
+			return Tenant{}, fmt.Errorf("update tenant %q: %w", id, invalid("limits", "%v", err))
+		}
+		if r == nil {
+			removed = append(removed, string(a))
+			continue
+		}
+		if err := r.Check(); err != nil {
+			return Tenant{}, fmt.Errorf("update tenant %q: %w", id, invalid("limits."+string(a), "%v; or null for the default", err))
+		}
+		set[a] = *r
+	}
+	t, err := scanTenant(db.QueryRow(ctx, updateTenant, id, u.Name, u.MaxEndpoints, removed, set))
 	if errors.Is(err, pgx.ErrNoRows) {
 		return Tenant{}, fmt.Errorf("update tenant %q: %w", id, ErrNotFound)
 	}

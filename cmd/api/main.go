@@ -24,6 +24,7 @@ import (
 	"github.com/heraldhq/herald/internal/auth"
 	"github.com/heraldhq/herald/internal/clientaddr"
 	"github.com/heraldhq/herald/internal/ssrf"
+	"github.com/heraldhq/herald/limits"
 	"github.com/heraldhq/herald/portal"
 	"github.com/heraldhq/herald/store"
 )
@@ -62,6 +63,7 @@ type settings struct {
 	authFailureBurst    int
 	authFailureInterval time.Duration
 	metricsToken        string
+	limits              flagenv.Limits
 }
 
 func (s *settings) register(fs *flagenv.FlagSet) {
@@ -85,6 +87,7 @@ func (s *settings) register(fs *flagenv.FlagSet) {
 	fs.Env("auth-failure-interval", "HERALD_AUTH_FAILURE_INTERVAL")
 	fs.StringVar(&s.metricsToken, "metrics-token", "", "bearer token that /metrics requires; empty serves /metrics without authentication")
 	fs.Env("metrics-token", "HERALD_METRICS_TOKEN")
+	fs.LimitsVar(&s.limits)
 }
 
 func run(args []string) error {
@@ -108,6 +111,10 @@ func run(args []string) error {
 	if err != nil {
 		return fmt.Errorf("--public-url: %w", err)
 	}
+	limitsConfig, err := s.limits.Config()
+	if err != nil {
+		return err
+	}
 	logger := s.logFormat.Logger()
 	box, err := flagenv.SecretBox()
 	if err != nil {
@@ -130,7 +137,13 @@ func run(args []string) error {
 			return fmt.Errorf("--bootstrap-key: %w", err)
 		}
 	}
-	st, err := store.New(pool, store.Config{Box: box, CheckURL: guard.CheckURL})
+	st, err := store.New(pool, store.Config{Box: box, CheckURL: guard.CheckURL, MaxEndpointsPerTenant: s.limits.MaxEndpointsPerTenant})
+	if err != nil {
+		return err
+	}
+	// One limiter for both, so a tenant's budget and a key's share are
+	// the same whichever way the request came.
+	limiter, err := limits.New(pool, limitsConfig)
 	if err != nil {
 		return err
 	}
@@ -142,6 +155,7 @@ func run(args []string) error {
 		Store:        st,
 		Logger:       logger,
 		AuthThrottle: throttle,
+		Limits:       limiter,
 		// Behind a TLS-terminating proxy requests arrive as plain HTTP; the
 		// public URL says whether browsers use HTTPS.
 		SecureCookies: publicHTTPS,
@@ -159,6 +173,7 @@ func run(args []string) error {
 		TrustedProxyHeader: s.trustedProxyHeader,
 		MetricsToken:       s.metricsToken,
 		AuthThrottle:       throttle,
+		Limits:             limiter,
 	})
 	if err != nil {
 		return err

@@ -64,6 +64,11 @@ func TestBadSettingsAreNamed(t *testing.T) {
 		{env: []string{"HERALD_TRUSTED_PROXY_HEADER=X Forwarded For"}, want: `--trusted-proxy-header: "X Forwarded For" is not an HTTP header name`},
 		{env: []string{"HERALD_AUTH_FAILURE_BURST=many"}, want: `HERALD_AUTH_FAILURE_BURST="many" is not a whole number`},
 		{env: []string{"HERALD_AUTH_FAILURE_INTERVAL=1"}, want: `HERALD_AUTH_FAILURE_INTERVAL="1" is not a duration`},
+		{env: []string{"HERALD_PUBLISH_RATE=fast"}, want: `HERALD_PUBLISH_RATE="fast" is not a number`},
+		{env: []string{"HERALD_REPLAY_RATE=0"}, want: "--replay-rate is 0; give replays a second from 1e-06 to 1e+06, or a negative number for no limit"},
+		{args: []string{"--test-event-burst", "0"}, want: "--test-event-burst is 0; give from 1 to 1000000"},
+		{env: []string{"HERALD_KEY_RATE_SHARE=2"}, want: "--key-rate-share is 2; give a fraction"},
+		{env: []string{"HERALD_MAX_ENDPOINTS_PER_TENANT=lots"}, want: `HERALD_MAX_ENDPOINTS_PER_TENANT="lots" is not a whole number`},
 		{
 			env:  []string{"HERALD_MIGRATE=maybe", "HERALD_MAX_CONNS=abc"},
 			want: "HERALD_MIGRATE=\"maybe\" is not true or false\nHERALD_MAX_CONNS=\"abc\" is not a whole number",
@@ -124,10 +129,46 @@ func TestHelpListsEverySetting(t *testing.T) {
 		"HERALD_DATABASE_URL", "HERALD_MIGRATE", "HERALD_MAX_CONNS", "HERALD_ALLOW_CIDRS", "HERALD_API_ADDR",
 		"HERALD_PUBLIC_URL", "HERALD_BOOTSTRAP_API_KEY", "HERALD_MAX_BODY_BYTES", "HERALD_LOG_FORMAT", "HERALD_SECRET_KEY",
 		"HERALD_TRUSTED_PROXY_HEADER", "HERALD_AUTH_FAILURE_BURST", "HERALD_AUTH_FAILURE_INTERVAL",
+		"HERALD_MAX_ENDPOINTS_PER_TENANT", "HERALD_KEY_RATE_SHARE",
+		"(env HERALD_PUBLISH_RATE) (default 100)", "(env HERALD_PUBLISH_BURST) (default 200)",
+		"(env HERALD_RESEND_RATE) (default 10)", "(env HERALD_RESEND_BURST) (default 100)",
+		"(env HERALD_REPLAY_RATE) (default 0.1)", "(env HERALD_REPLAY_BURST) (default 10)",
+		"(env HERALD_TEST_EVENT_RATE) (default 1)", "(env HERALD_TEST_EVENT_BURST) (default 10)",
 		"-shutdown-timeout",
 	} {
 		require.Contains(t, string(out), want)
 	}
+}
+
+// The limits' flags reach the api: a tenant's endpoint cap and its
+// publish limit come from the environment.
+func TestLimitsFromTheEnvironment(t *testing.T) {
+	t.Parallel()
+	cmd := command(t, []string{
+		"HERALD_BOOTSTRAP_API_KEY=" + bootstrapKey,
+		"HERALD_LOG_FORMAT=json",
+		"HERALD_MAX_ENDPOINTS_PER_TENANT=1",
+		"HERALD_PUBLISH_RATE=0.01",
+		"HERALD_PUBLISH_BURST=2",
+		"HERALD_KEY_RATE_SHARE=1",
+	})
+	stderr, err := cmd.StderrPipe()
+	require.NoError(t, err)
+	require.NoError(t, cmd.Start())
+	t.Cleanup(func() { _ = cmd.Process.Kill(); _ = cmd.Wait() })
+	base := "http://" + listeningAddr(t, stderr)
+
+	require.Equal(t, http.StatusCreated, request(t, "POST", base+"/v1/tenants", `{"id":"acme"}`).StatusCode)
+	endpoint := `{"url":"https://example.com/hooks"}`
+	require.Equal(t, http.StatusCreated, request(t, "POST", base+"/v1/tenants/acme/endpoints", endpoint).StatusCode)
+	require.Equal(t, http.StatusConflict, request(t, "POST", base+"/v1/tenants/acme/endpoints", endpoint).StatusCode, "a cap of 1")
+	publish := `{"event_type":"invoice.paid","object_id":"inv_1","data":{}}`
+	for range 2 {
+		require.Equal(t, http.StatusAccepted, request(t, "POST", base+"/v1/tenants/acme/messages", publish).StatusCode)
+	}
+	resp := request(t, "POST", base+"/v1/tenants/acme/messages", publish)
+	require.Equal(t, http.StatusTooManyRequests, resp.StatusCode, "a burst of 2, all of it the key's to use")
+	require.Equal(t, "100", resp.Header.Get("Retry-After"))
 }
 
 // listeningAddr reads the api's JSON log until it says where it listens,

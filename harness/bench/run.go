@@ -386,7 +386,8 @@ func createEndpoints(ctx context.Context, url, key string, s Scenario, urls []st
 	}
 	defer pool.Close()
 	guard := ssrf.New(netip.MustParsePrefix(LoopbackCIDR))
-	st, err := store.New(pool, store.Config{Box: box, CheckURL: guard.CheckURL})
+	// No endpoint cap: scenarios size their tenants to what they measure.
+	st, err := store.New(pool, store.Config{Box: box, CheckURL: guard.CheckURL, MaxEndpointsPerTenant: -1})
 	if err != nil {
 		return nil, err
 	}

@@ -87,6 +87,8 @@ func malformed(variable, v string, value flag.Value, err error) error {
 		return fmt.Errorf("%s=%q is not true or false", variable, v)
 	case int, int64, uint, uint64:
 		return fmt.Errorf("%s=%q is not a whole number", variable, v)
+	case float64:
+		return fmt.Errorf("%s=%q is not a number", variable, v)
 	case time.Duration:
 		return fmt.Errorf("%s=%q is not a duration; write it like 15s, 3m or 72h", variable, v)
 	}
