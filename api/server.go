@@ -201,6 +201,8 @@ func (s *Server) routes(registry *prometheus.Registry, portal http.Handler) chi.
 			r.Get("/endpoints/{endpointID}/attempts", s.h(s.listEndpointAttempts))
 			r.Get("/endpoints/{endpointID}/stats", s.h(s.endpointStats))
 			r.Post("/endpoints/{endpointID}/test", s.h(s.sendTestEvent))
+			r.Post("/endpoints/{endpointID}/receiver-checks", s.h(s.createReceiverCheck))
+			r.Get("/endpoints/{endpointID}/receiver-checks/{checkID}", s.h(s.getReceiverCheck))
 			r.Post("/endpoints/{endpointID}/replays", s.h(s.createReplay))
 			r.Get("/endpoints/{endpointID}/replays", s.h(s.listReplays))
 			r.Get("/endpoints/{endpointID}/replays/{replayID}", s.h(s.getReplay))
