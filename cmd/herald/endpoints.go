@@ -39,7 +39,8 @@ var endpointCommands = map[string]*command{
 		},
 		run: rotateSecret,
 	},
-	"test": {tenant: true, usage: "<endpoint-id>", args: 1, help: "send a herald.test event to this endpoint only", run: sendTestEvent},
+	"check": checkCommand,
+	"test":  {tenant: true, usage: "<endpoint-id>", args: 1, help: "send a herald.test event to this endpoint only", run: sendTestEvent},
 }
 
 // endpointArg reads the endpoint id argument at i.

@@ -293,3 +293,42 @@ func TestPublishTailResendReplay(t *testing.T) {
 	require.Regexp(t, `status:\s+completed`, r.stdout)
 	require.Regexp(t, `deliveries:\s+2 done of 2`, r.stdout)
 }
+
+func TestReceiverCheck(t *testing.T) {
+	t.Parallel()
+	b := setup(t)
+	healthy := webhooktest.NewReceiver(t, webhooktest.Status(200))
+	failing := webhooktest.NewReceiver(t, webhooktest.Status(500))
+	b.ok(t, "tenants", "create", "acme")
+	var good, bad client.Endpoint
+	b.okJSON(t, &good, "endpoints", "create", "--tenant", "acme", "--url", healthy.URL)
+	b.okJSON(t, &bad, "endpoints", "create", "--tenant", "acme", "--url", failing.URL)
+
+	out := b.ok(t, "endpoints", "check", good.ID.String(), "--tenant", "acme", "--interval", "100ms")
+	for _, want := range []string{
+		"1. The same event twice in a row: succeeded",
+		"2. Two copies of one event at the same moment: succeeded",
+		"3. 5 versions of one object, out of order: succeeded",
+		"4. An old event replayed: skipped",
+		"Verify on your side: The side effect of msg_",
+		"ends at version 5",
+		"Also check yourself",
+	} {
+		require.Contains(t, out, want)
+	}
+	require.Equal(t, 9, strings.Count(out, "HTTP 200"), out)
+	require.Equal(t, 9, healthy.Count())
+
+	r := b.herald(t, "endpoints", "check", good.ID.String(), "--tenant", "acme")
+	require.Equal(t, exitAPI, r.code, "one check a minute per endpoint")
+	require.Contains(t, r.stderr, "Retry-After")
+	require.Contains(t, r.stderr, "HTTP 429")
+
+	r = b.herald(t, "endpoints", "check", bad.ID.String(), "--tenant", "acme", "--interval", "100ms", "--json")
+	require.Equal(t, exitCheckFailed, r.code, r.stderr)
+	var c client.ReceiverCheck
+	require.NoError(t, json.Unmarshal([]byte(r.stdout), &c), r.stdout)
+	require.Equal(t, client.CheckCompleted, c.Status)
+	require.Equal(t, client.StepFailed, c.Steps[0].Status)
+	require.Equal(t, 500, c.Steps[0].Sends[0].StatusCode)
+}
