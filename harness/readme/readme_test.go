@@ -44,13 +44,16 @@ func TestMain(m *testing.M) {
 		os.Exit(1)
 	}
 	bin = dir
+	// One go build for all three shares their packages' compilation.
+	args := []string{"build", "-o", bin + string(os.PathSeparator)}
 	for _, p := range programs {
-		build := exec.Command("go", "build", "-o", filepath.Join(bin, p), "../../cmd/"+p)
-		build.Stdout, build.Stderr = os.Stderr, os.Stderr
-		if err := build.Run(); err != nil {
-			fmt.Fprintf(os.Stderr, "build cmd/%s: %v\n", p, err)
-			os.Exit(1)
-		}
+		args = append(args, "../../cmd/"+p)
+	}
+	build := exec.Command("go", args...)
+	build.Stdout, build.Stderr = os.Stderr, os.Stderr
+	if err := build.Run(); err != nil {
+		fmt.Fprintf(os.Stderr, "build %v: %v\n", programs, err)
+		os.Exit(1)
 	}
 	code := m.Run()
 	_ = os.RemoveAll(dir)
