@@ -1,11 +1,14 @@
 package api_test
 
 import (
+	"encoding/json"
 	"net/http"
 	"strings"
 	"testing"
 
 	"github.com/stretchr/testify/require"
+
+	"github.com/heraldhq/herald/api"
 )
 
 func TestHealthAndReadiness(t *testing.T) {
@@ -76,5 +79,37 @@ func TestBadBodiesAreClearProblems(t *testing.T) {
 			require.Equal(t, tc.field, p.Field)
 			require.Contains(t, p.Detail, tc.detail)
 		})
+	}
+}
+
+// A JSON body sent without a Content-Type is read as JSON (a client that
+// declares nothing has nothing to contradict); a declared type other than
+// JSON is refused with 415 naming the header to send.
+func TestBodyWithoutContentTypeIsJSON(t *testing.T) {
+	t.Parallel()
+	b := setup(t)
+	send := func(contentType string) *http.Response {
+		req, err := http.NewRequestWithContext(b.ctx, "POST", b.server.URL+"/v1/event-types",
+			strings.NewReader(`{"name": "a.`+strings.ReplaceAll(contentType, "/", "-")+`"}`))
+		require.NoError(t, err)
+		req.Header.Set("Authorization", "Bearer "+b.operator)
+		req.Header.Del("Content-Type")
+		if contentType != "" {
+			req.Header.Set("Content-Type", contentType)
+		}
+		resp, err := b.server.Client().Do(req)
+		require.NoError(t, err)
+		t.Cleanup(func() { _ = resp.Body.Close() })
+		return resp
+	}
+	resp := send("")
+	require.Equal(t, http.StatusCreated, resp.StatusCode)
+	for _, declared := range []string{"text/plain", "application/x-www-form-urlencoded", "multipart/form-data; boundary=x"} {
+		resp := send(declared)
+		require.Equal(t, http.StatusUnsupportedMediaType, resp.StatusCode, declared)
+		var p api.Problem
+		require.NoError(t, json.NewDecoder(resp.Body).Decode(&p))
+		require.Contains(t, p.Detail, "send Content-Type: application/json", declared)
+		require.Contains(t, p.Detail, declared, "the problem quotes what was declared")
 	}
 }

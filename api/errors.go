@@ -7,6 +7,7 @@ import (
 	"github.com/heraldhq/herald/internal/auth"
 	"github.com/heraldhq/herald/internal/secretbox"
 	"github.com/heraldhq/herald/outbox"
+	"github.com/heraldhq/herald/receivercheck"
 	"github.com/heraldhq/herald/replay"
 	"github.com/heraldhq/herald/store"
 )
@@ -40,6 +41,8 @@ func (s *Server) domainProblem(err error) *Problem {
 		return notFound("the tenant")
 	case errors.Is(err, replay.ErrEndpointDisabled):
 		return conflict("the endpoint is disabled; enable it (POST …/endpoints/{endpointID}/enable) and try again")
+	case errors.Is(err, receivercheck.ErrNotFound):
+		return notFound("the endpoint")
 	case errors.Is(err, replay.ErrNotFound):
 		return notFound("the message or endpoint")
 	case errors.Is(err, replay.ErrReplayNotFound):

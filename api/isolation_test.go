@@ -14,7 +14,7 @@ import (
 
 // acmeObjects are tenant acme's objects that globex's key must never reach.
 type acmeObjects struct {
-	endpoint, message, key, replay string
+	endpoint, message, key, replay, check string
 	// secrets are strings that appear only in acme's data.
 	secrets []string
 }
@@ -37,7 +37,8 @@ func (b *testBundle) seedAcme(t *testing.T) acmeObjects {
 		endpoint: e.ID, message: m.ID, key: k.ID.String(), replay: b.seedReplay(t, e.ID),
 		secrets: []string{"acme-private", secret, e.ID, m.ID, k.ID.String()},
 	}
-	acme.secrets = append(acme.secrets, acme.replay)
+	acme.check = b.do(t, b.acme, "POST", "/v1/tenants/acme/endpoints/"+e.ID+"/receiver-checks", nil).JSON(t)["id"].(string)
+	acme.secrets = append(acme.secrets, acme.replay, acme.check)
 	return acme
 }
 
@@ -62,7 +63,7 @@ func TestTenantKeyNeverReachesAnotherTenantsObjects(t *testing.T) {
 			resp := b.do(t, b.globex, method, path, "{}")
 			underTenant := strings.HasPrefix(route, "/v1/tenants/{tenantID}")
 			namesObject := strings.Contains(route, "{endpointID}") || strings.Contains(route, "{messageID}") ||
-				strings.Contains(route, "{keyID}") || strings.Contains(route, "{replayID}")
+				strings.Contains(route, "{keyID}") || strings.Contains(route, "{replayID}") || strings.Contains(route, "{checkID}")
 			switch {
 			case operatorRoute(method, route):
 				resp.Problem(t, http.StatusForbidden)
@@ -70,7 +71,7 @@ func TestTenantKeyNeverReachesAnotherTenantsObjects(t *testing.T) {
 				resp.Problem(t, http.StatusNotFound)
 			}
 			for _, s := range acme.secrets {
-				if resp.Status == http.StatusNotFound && (s == acme.endpoint || s == acme.message || s == acme.key || s == acme.replay) {
+				if resp.Status == http.StatusNotFound && (s == acme.endpoint || s == acme.message || s == acme.key || s == acme.replay || s == acme.check) {
 					continue // a 404 may repeat the id it was asked for
 				}
 				require.NotContains(t, string(resp.Body), s, "%s %s leaked acme's data", method, path)
@@ -112,6 +113,7 @@ func fill(t *testing.T, route, tenant string, acme acmeObjects) string {
 		"{messageID}":  acme.message,
 		"{keyID}":      acme.key,
 		"{replayID}":   acme.replay,
+		"{checkID}":    acme.check,
 		"{eventType}":  "invoice.paid",
 	}
 	path := route

@@ -214,6 +214,8 @@ func (s *Server) routes(registry *prometheus.Registry, portal http.Handler) chi.
 			r.Get("/endpoints/{endpointID}/attempts", s.h(s.listEndpointAttempts))
 			r.Get("/endpoints/{endpointID}/stats", s.h(s.endpointStats))
 			r.With(s.rateLimited(limits.TestEvent)).Post("/endpoints/{endpointID}/test", s.h(s.sendTestEvent))
+			r.With(s.rateLimited(limits.TestEvent)).Post("/endpoints/{endpointID}/receiver-checks", s.h(s.createReceiverCheck))
+			r.Get("/endpoints/{endpointID}/receiver-checks/{checkID}", s.h(s.getReceiverCheck))
 			r.With(s.rateLimited(limits.Replay)).Post("/endpoints/{endpointID}/replays", s.h(s.createReplay))
 			r.Get("/endpoints/{endpointID}/replays", s.h(s.listReplays))
 			r.Get("/endpoints/{endpointID}/replays/{replayID}", s.h(s.getReplay))

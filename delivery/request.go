@@ -61,13 +61,18 @@ func MessageHeaderID(messageID uuid.UUID) string {
 // It never returns an error: what went wrong is part of the attempt, and
 // a *Fault when it was on Herald's side (the secrets, signing, the
 // resolver), in which case nothing was sent.
-func (w *Worker) send(ctx context.Context, d loaded) (a attempt) {
+func (w *Worker) send(ctx context.Context, d loaded) attempt {
 	// The secrets come from Herald's database: reading them is not the
 	// endpoint's time, so the attempt's clock and timeout start after it.
 	// Otherwise a slow database would use up the endpoint's timeout and
 	// record a timeout against it, for a request that maybe never left.
 	secrets, secretsErr := w.secrets.secretsFor(ctx, d, w.now())
+	return w.post(ctx, d.url, d.messageID, d.body, secrets, secretsErr)
+}
 
+// post signs body as message messageID's with secrets (or, when
+// secretsErr is set, sends nothing and says why) and POSTs it to target.
+func (w *Worker) post(ctx context.Context, target string, messageID uuid.UUID, body []byte, secrets []signing.Secret, secretsErr error) (a attempt) {
 	a.startedAt = w.now()
 	defer func() { a.duration = w.now().Sub(a.startedAt) }()
 
@@ -75,7 +80,7 @@ func (w *Worker) send(ctx context.Context, d loaded) (a attempt) {
 	defer cancel()
 	var lookups lookupWatch
 	ctx = httptrace.WithClientTrace(ctx, lookups.trace())
-	req, err := http.NewRequestWithContext(ctx, http.MethodPost, d.url, bytes.NewReader(d.body))
+	req, err := http.NewRequestWithContext(ctx, http.MethodPost, target, bytes.NewReader(body))
 	if err != nil {
 		a.result.Err = fmt.Errorf("the endpoint URL cannot be requested (%v); fix the endpoint's URL", unwrapURLError(err))
 		return a
@@ -86,7 +91,7 @@ func (w *Worker) send(ctx context.Context, d loaded) (a attempt) {
 		a.result.Err = &Fault{Cause: FaultSecrets, Err: fmt.Errorf("not sent, could not read the endpoint's signing secrets: %w", secretsErr)}
 		return a
 	}
-	if err := signing.SignHeaders(req.Header, MessageHeaderID(d.messageID), a.startedAt, d.body, secrets...); err != nil {
+	if err := signing.SignHeaders(req.Header, MessageHeaderID(messageID), a.startedAt, body, secrets...); err != nil {
 		a.result.Err = &Fault{Cause: FaultSigning, Err: fmt.Errorf("not sent, could not sign: %w", err)}
 		return a
 	}

@@ -27,6 +27,7 @@ import (
 
 	"github.com/heraldhq/herald/delivery"
 	"github.com/heraldhq/herald/migrations"
+	"github.com/heraldhq/herald/receivercheck"
 	"github.com/heraldhq/herald/replay"
 )
 
@@ -214,6 +215,11 @@ func New(cfg Config) (*Dispatcher, error) {
 	// Replays (package replay) run on the delivery queue, so every
 	// dispatcher works them.
 	if err := river.AddWorkerSafely(workers, replay.NewWorker(cfg.Pool, 0, logger)); err != nil {
+		return nil, fmt.Errorf("dispatcher: %w", err)
+	}
+	// Receiver checks too, sent through the delivery worker's signing and
+	// transport.
+	if err := river.AddWorkerSafely(workers, receivercheck.NewWorker(cfg.Pool, worker, logger)); err != nil {
 		return nil, fmt.Errorf("dispatcher: %w", err)
 	}
 	// The reconciler runs there too; River's leader schedules it.

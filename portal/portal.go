@@ -158,6 +158,8 @@ func (p *Portal) routes() chi.Router {
 		r.Post("/endpoints/{id}/secret", p.handle(p.revealSecret))
 		r.Post("/endpoints/{id}/secret/rotate", p.handle(p.rotateSecret))
 		r.Post("/endpoints/{id}/test", p.handle(p.limited(limits.TestEvent, p.sendTestEvent)))
+		r.Post("/endpoints/{id}/receiver-checks", p.handle(p.limited(limits.TestEvent, p.startReceiverCheck)))
+		r.Get("/endpoints/{id}/receiver-checks/{checkID}", p.handle(p.receiverCheckDetail))
 		r.Post("/endpoints/{id}/replays", p.handle(p.limited(limits.Replay, p.startReplay)))
 		r.Get("/endpoints/{id}/replays/{replayID}", p.handle(p.replayDetail))
 		r.Get("/endpoints/{id}/replays/{replayID}/progress", p.handle(p.replayProgress))

@@ -27,7 +27,10 @@ type layoutData struct {
 	// Refresh, when above zero, reloads the page every Refresh seconds in
 	// browsers without JavaScript (replay progress).
 	Refresh int
-	Data    any
+	// Reload, when above zero, reloads the page every Reload seconds in
+	// every browser (a running receiver check).
+	Reload int
+	Data   any
 }
 
 // pages holds one parsed template set per page file, each with the shared

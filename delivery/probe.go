@@ -1,0 +1,36 @@
+package delivery
+
+import (
+	"context"
+	"time"
+
+	"github.com/google/uuid"
+)
+
+// ProbeResult is how an endpoint answered a Probe.
+type ProbeResult struct {
+	StartedAt time.Time
+	Duration  time.Duration
+	// StatusCode is the answer's status; 0 when none came (see Err).
+	StatusCode int
+	// Excerpt is the start of the answer's body, made storable
+	// (MaxResponseStored at most).
+	Excerpt string
+	// Err is why no answer came (a timeout, a refused connection, the
+	// SSRF guard), or a *Fault when the failure was Herald's and nothing
+	// was sent.
+	Err error
+}
+
+// Probe sends body to url as an attempt of message messageID would be
+// sent, and records nothing: signed for this moment with every secret of
+// the endpoint active now (read afresh, not from the worker's cache),
+// with webhook-id MessageHeaderID(messageID), through the worker's
+// transport (the SSRF guard), timeout and user agent, never following a
+// redirect. The receiver check (package receivercheck) sends its events
+// through it, so that they reach the endpoint exactly as deliveries do.
+func (w *Worker) Probe(ctx context.Context, endpointID uuid.UUID, url string, messageID uuid.UUID, body []byte) ProbeResult {
+	secrets, secretsErr := w.secrets.source.ActiveSecrets(ctx, endpointID, w.now())
+	a := w.post(ctx, url, messageID, body, secrets, secretsErr)
+	return ProbeResult{StartedAt: a.startedAt, Duration: a.duration, StatusCode: a.result.StatusCode, Excerpt: a.excerpt, Err: a.result.Err}
+}
