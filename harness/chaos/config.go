@@ -63,8 +63,8 @@ type Config struct {
 	// forced ends are done: deliveries waiting for a retry, for those two
 	// to take.
 	Deferred float64
-	// Resends is how many pending deliveries waiting for a retry are
-	// resent (replay.ResendTx), 30 % of the way through the run.
+	// Resends is how many pending deliveries, in flight or waiting for a
+	// retry, are resent (replay.ResendTx), 30 % of the way through the run.
 	Resends int
 	// ForcedEnds is how many delivery jobs waiting for a retry are ended
 	// by force, as an operator or a bug might: half cancelled with

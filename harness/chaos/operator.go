@@ -60,24 +60,33 @@ func lockWaiting(ctx context.Context, tx pgx.Tx, endpoint uuid.UUID, n int) ([]w
 	})
 }
 
-// resend resends up to n pending deliveries of endpoint that wait for a
-// retry, as a customer who has fixed their endpoint presses Resend:
-// replay.ResendTx brings each one's next attempt forward to now. Only
-// deliveries whose job waits are taken: ResendTx documents that an attempt
-// in flight when it runs completes beside the resend.
+// resend resends up to n pending deliveries of endpoint, as a customer who
+// has fixed their endpoint presses Resend: replay.ResendTx brings each
+// one's next attempt forward to now. Deliveries with an attempt in flight
+// are taken first: the resend's job must wait for that attempt to end (the
+// check of attempts in flight at once holds it to that).
 func (o *operator) resend(ctx context.Context, endpoint uuid.UUID, n int) ([]waitingDelivery, error) {
 	var resent []waitingDelivery
 	err := pgx.BeginFunc(ctx, o.pool, func(tx pgx.Tx) error {
-		waiting, err := lockWaiting(ctx, tx, endpoint, n)
+		rows, err := tx.Query(ctx, selectResendable, endpoint, n)
 		if err != nil {
 			return fmt.Errorf("find pending deliveries: %w", err)
 		}
-		for _, w := range waiting {
+		pending, err := pgx.CollectRows(rows, func(row pgx.CollectableRow) (waitingDelivery, error) {
+			var w waitingDelivery
+			err := row.Scan(&w.job, &w.delivery, &w.message, &w.endpointID)
+			w.webhookID = delivery.MessageHeaderID(w.message)
+			return w, err
+		})
+		if err != nil {
+			return fmt.Errorf("find pending deliveries: %w", err)
+		}
+		for _, w := range pending {
 			if _, err := replay.ResendTx(ctx, tx, o.jobs, w.message, w.endpointID); err != nil {
 				return err
 			}
 		}
-		resent = waiting
+		resent = pending
 		return nil
 	})
 	return resent, err

@@ -92,6 +92,17 @@ WHERE j.kind = 'herald.delivery' AND j.state IN ('scheduled', 'retryable')
 ORDER BY j.id
 LIMIT $2
 FOR UPDATE OF j SKIP LOCKED`
+	// selectResendable lists up to $2 pending deliveries of endpoint $1
+	// whose current job is running (an attempt may be in flight) or waits
+	// for a retry, the running ones first.
+	selectResendable = `SELECT j.id, d.id, d.message_id, d.endpoint_id
+FROM herald.river_job j
+JOIN herald.deliveries d ON d.id = (j.args->>'delivery_id')::uuid
+WHERE j.kind = 'herald.delivery' AND j.state IN ('running', 'scheduled', 'retryable')
+  AND d.endpoint_id = $1 AND d.status = 'pending'
+  AND coalesce((j.args->>'generation')::int, 0) = d.generation
+ORDER BY j.state = 'running' DESC, j.id
+LIMIT $2`
 	// discardJob ends job $1 as River does after its last attempt, which
 	// leaves its delivery pending.
 	discardJob = `UPDATE herald.river_job SET state = 'discarded', finalized_at = now() WHERE id = $1`

@@ -157,7 +157,7 @@ func (r *Report) WriteTable(w io.Writer) error {
 	if r.Config.GoneShare > 0 {
 		row("endpoint gone (410), re-enabled, replayed", r.GoneDeliveries, fmt.Sprintf("deliveries to the second endpoint: %d requests answered 410, %d attempts recorded 410 (the first disabled it); an only_failed replay after enabling it covered %d; %d succeeded in the end", r.GoneRequests, r.GoneAttempts, r.Replayed, r.GoneSucceeded))
 	}
-	row("pending deliveries resent", r.Resends, fmt.Sprintf("waiting for a retry (replay.ResendTx); %d succeeded", r.ResentSucceeded))
+	row("pending deliveries resent", r.Resends, fmt.Sprintf("in flight or waiting for a retry (replay.ResendTx); %d succeeded", r.ResentSucceeded))
 	row("delivery jobs ended by force", r.ForcedEnds, fmt.Sprintf("waiting for a retry, cancelled (JobCancel) or set to discarded (UPDATE); %d given a new job by the reconciler and succeeded", r.ForcedRecovered))
 	if r.BlackHoles > 0 {
 		row("dispatcher database black holes", r.BlackHoles, fmt.Sprintf("dispatcher %d's connections silent for %s, nothing closed; it started a job again %s after new connections worked (dispatcher.RecoveryBound %s)",
