@@ -54,7 +54,7 @@ func (b *testBundle) message(t *testing.T, tenant string, createdAt time.Time, s
 	if status == "" {
 		return message, uuid.Nil
 	}
-	opts := &testfactory.DeliveryOpts{MessageID: message, EndpointID: b.endpoint, Status: deliverystatus.Status(status), FirstAttemptAt: &createdAt}
+	opts := &testfactory.DeliveryOpts{MessageID: message, EndpointID: b.endpoint, Status: deliverystatus.Status(status), FirstAttemptAt: &createdAt, CreatedAt: &createdAt}
 	if opts.Status != deliverystatus.Pending {
 		now := time.Now()
 		opts.CompletedAt = &now

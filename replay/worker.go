@@ -100,6 +100,13 @@ func (w *Worker) Step(ctx context.Context, jobs Inserter, replayID uuid.UUID) (m
 	return w.step(ctx, jobs, replayID)
 }
 
+// walked is a row of nextBatch.
+type walked struct {
+	id        uuid.UUID
+	createdAt time.Time
+	selected  bool
+}
+
 // requeuedDelivery is a row of requeueBatch.
 type requeuedDelivery struct {
 	ID         uuid.UUID
@@ -132,23 +139,32 @@ func (w *Worker) step(ctx context.Context, jobs Inserter, replayID uuid.UUID) (b
 		return false, nil
 	}
 
-	rows, err := tx.Query(ctx, nextBatch, endpointID, since, until, onlyFailed, cursorAt, cursorID, w.batchSize)
+	// With no cursor yet the walk starts after (since - 1µs, the greatest
+	// id), which is at since: timestamps have microsecond precision.
+	after, afterID := since.Add(-time.Microsecond), uuid.Max
+	if cursorAt != nil && cursorID != nil {
+		after, afterID = *cursorAt, *cursorID
+	}
+	rows, err := tx.Query(ctx, nextBatch, endpointID, after, afterID, until, w.batchSize, onlyFailed)
 	if err != nil {
 		return false, err
 	}
-	type item struct {
-		id        uuid.UUID
-		createdAt time.Time
-	}
-	var batch []item
-	var it item
-	if _, err := pgx.ForEachRow(rows, []any{&it.id, &it.createdAt}, func() error {
-		batch = append(batch, it)
+	var (
+		batch     []uuid.UUID
+		last      walked
+		walkedAny bool
+		row       walked
+	)
+	if _, err := pgx.ForEachRow(rows, []any{&row.id, &row.createdAt, &row.selected}, func() error {
+		walkedAny, last = true, row
+		if row.selected {
+			batch = append(batch, row.id)
+		}
 		return nil
 	}); err != nil {
 		return false, err
 	}
-	if len(batch) == 0 {
+	if !walkedAny {
 		if _, err := tx.Exec(ctx, completeReplay, replayID); err != nil {
 			return false, err
 		}
@@ -156,16 +172,12 @@ func (w *Worker) step(ctx context.Context, jobs Inserter, replayID uuid.UUID) (b
 		return false, tx.Commit(ctx)
 	}
 
-	ids := make([]uuid.UUID, len(batch))
-	for i, b := range batch {
-		ids[i] = b.id
-	}
-	if _, err := tx.Exec(ctx, recordReplayDeliveries, replayID, ids); err != nil {
+	if _, err := tx.Exec(ctx, recordReplayDeliveries, replayID, batch); err != nil {
 		return false, err
 	}
 	// Only deliveries that are not pending are queued; a pending one is
 	// already on its way and is counted without a second job.
-	requeued, err := tx.Query(ctx, requeueBatch, ids)
+	requeued, err := tx.Query(ctx, requeueBatch, batch)
 	if err != nil {
 		return false, err
 	}
@@ -184,7 +196,6 @@ func (w *Worker) step(ctx context.Context, jobs Inserter, replayID uuid.UUID) (b
 			return false, fmt.Errorf("queue %d delivery jobs: %w", len(params), err)
 		}
 	}
-	last := batch[len(batch)-1]
 	if _, err := tx.Exec(ctx, advanceReplay, replayID, len(batch), last.createdAt, last.id); err != nil {
 		return false, err
 	}
