@@ -11,7 +11,9 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"slices"
 	"strings"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -25,8 +27,8 @@ import (
 )
 
 // HistoryTables are the tables that grow with traffic. A sequential scan
-// of one of them, or of one of its partitions (named after it with a
-// "_p" suffix), fails Check.
+// of one of them, or of one of its partitions (see IsHistory), fails
+// Check.
 var HistoryTables = []string{"messages", "deliveries", "attempts", "replay_deliveries", "idempotency_records"}
 
 // The filled template's shape: a hot endpoint (HotTenant's) with
@@ -104,6 +106,9 @@ type Query struct {
 	// scan": a keyset walk's cursor, which as a mere filter would have each
 	// page re-read everything before it.
 	IndexConds []string
+	// Uses are indexes the plan must read, where another would serve it
+	// worse.
+	Uses []string
 	// Setup runs before the query in its transaction, as the package does
 	// (SET LOCAL enable_seqscan = off, say).
 	Setup []string
@@ -128,6 +133,11 @@ func Check(t *testing.T, pool *pgxpool.Pool, queries []Query) {
 					t.Errorf("%s: its %s plan's index conditions do not include %q:\n%s", q.Name, kindOf(generic), want, textPlan(t.Context(), pool, q, generic))
 				}
 			}
+			for _, want := range q.Uses {
+				if !slices.Contains(indexNames(plan), want) {
+					t.Errorf("%s: its %s plan does not read %s:\n%s", q.Name, kindOf(generic), want, textPlan(t.Context(), pool, q, generic))
+				}
+			}
 			if scans := SeqScans(plan); len(scans) > 0 {
 				t.Errorf("%s: its %s plan scans %s sequentially; give it an index path (see docs/history-queries.md):\n%s",
 					q.Name, kindOf(generic), strings.Join(scans, ", "), textPlan(t.Context(), pool, q, generic))
@@ -146,33 +156,30 @@ func kindOf(generic bool) string {
 // SeqScans returns the history tables (or their partitions) that a JSON
 // plan (EXPLAIN (FORMAT JSON)) scans sequentially.
 func SeqScans(planJSON []byte) []string {
-	var plans []struct {
-		Plan node `json:"Plan"`
+	if !json.Valid(planJSON) {
+		return []string{"(an unreadable plan)"}
 	}
-	if err := json.Unmarshal(planJSON, &plans); err != nil {
-		return []string{"(unreadable plan: " + err.Error() + ")"}
-	}
-	var found []string
-	var walk func(n node)
-	walk = func(n node) {
+	return collect(planJSON, func(n node) string {
 		if n.NodeType == "Seq Scan" && IsHistory(n.Relation) {
-			found = append(found, n.Relation)
+			return n.Relation
 		}
-		for _, c := range n.Plans {
-			walk(c)
-		}
-	}
-	for _, p := range plans {
-		walk(p.Plan)
-	}
-	return found
+		return ""
+	})
 }
 
 // IsHistory reports whether relation is a history table or a partition of
-// one (deliveries_p20260101, say).
+// one: the table's name, "_p" and a digit or underscore
+// (deliveries_p20261203, deliveries_p_default), or "_default".
 func IsHistory(relation string) bool {
 	for _, t := range HistoryTables {
-		if relation == t || strings.HasPrefix(relation, t+"_p") {
+		rest, ok := strings.CutPrefix(relation, t)
+		if !ok {
+			continue
+		}
+		if rest == "" || rest == "_default" {
+			return true
+		}
+		if p, ok := strings.CutPrefix(rest, "_p"); ok && p != "" && (p[0] == '_' || p[0] >= '0' && p[0] <= '9') {
 			return true
 		}
 	}
@@ -183,22 +190,33 @@ type node struct {
 	NodeType  string `json:"Node Type"`
 	Relation  string `json:"Relation Name"`
 	IndexCond string `json:"Index Cond"`
+	IndexName string `json:"Index Name"`
 	Plans     []node `json:"Plans"`
 }
 
 // indexConds returns the index conditions of a JSON plan's nodes.
 func indexConds(planJSON []byte) []string {
+	return collect(planJSON, func(n node) string { return n.IndexCond })
+}
+
+// indexNames returns the indexes a JSON plan reads.
+func indexNames(planJSON []byte) []string {
+	return collect(planJSON, func(n node) string { return n.IndexName })
+}
+
+// collect returns field of every node of a JSON plan where it is set.
+func collect(planJSON []byte, field func(node) string) []string {
 	var plans []struct {
 		Plan node `json:"Plan"`
 	}
 	if json.Unmarshal(planJSON, &plans) != nil {
 		return nil
 	}
-	var conds []string
+	var found []string
 	var walk func(n node)
 	walk = func(n node) {
-		if n.IndexCond != "" {
-			conds = append(conds, n.IndexCond)
+		if v := field(n); v != "" {
+			found = append(found, v)
 		}
 		for _, c := range n.Plans {
 			walk(c)
@@ -207,7 +225,7 @@ func indexConds(planJSON []byte) []string {
 	for _, p := range plans {
 		walk(p.Plan)
 	}
-	return conds
+	return found
 }
 
 func explain(ctx context.Context, pool *pgxpool.Pool, q Query, generic bool) ([]byte, error) {
@@ -238,6 +256,9 @@ func textPlan(ctx context.Context, pool *pgxpool.Pool, q Query, generic bool) st
 	return b.String()
 }
 
+// prepared numbers the statements inTx prepares.
+var prepared atomic.Int64
+
 // inTx runs an EXPLAIN of q in a transaction that is rolled back. A
 // generic plan is had by preparing q and explaining its execution with
 // plan_cache_mode = force_generic_plan.
@@ -258,10 +279,13 @@ func inTx(ctx context.Context, pool *pgxpool.Pool, q Query, generic bool, format
 	if _, err := tx.Exec(ctx, "SET LOCAL plan_cache_mode = force_generic_plan"); err != nil {
 		return err
 	}
-	if _, err := tx.Exec(ctx, "PREPARE historyplan_q AS "+q.SQL); err != nil {
+	// A prepared statement outlives the transaction; each gets a name of
+	// its own, deallocated when the transaction ends with its connection.
+	name := fmt.Sprintf("historyplan_%d", prepared.Add(1))
+	if _, err := tx.Exec(ctx, "PREPARE "+name+" AS "+q.SQL); err != nil {
 		return fmt.Errorf("prepare: %w", err)
 	}
-	defer func() { _, _ = tx.Exec(context.WithoutCancel(ctx), "DEALLOCATE historyplan_q") }()
+	defer func() { _, _ = tx.Conn().Exec(context.WithoutCancel(ctx), "DEALLOCATE "+name) }()
 	literals := make([]string, len(q.Args))
 	for i, a := range q.Args {
 		l, err := literal(a)
@@ -270,7 +294,7 @@ func inTx(ctx context.Context, pool *pgxpool.Pool, q Query, generic bool, format
 		}
 		literals[i] = l
 	}
-	sql := "EXPLAIN (" + format + ") EXECUTE historyplan_q"
+	sql := "EXPLAIN (" + format + ") EXECUTE " + name
 	if len(literals) > 0 {
 		sql += "(" + strings.Join(literals, ", ") + ")"
 	}
