@@ -25,12 +25,17 @@ const (
 // after three (its retry window spent), 1 is cancelled after one (its
 // endpoint was disabled). One message in idempotencyEvery carries an
 // idempotency key; one delivery in replayedEvery of each tenant's first
-// endpoint was replayed once. The last pendingTail of the history keeps
+// endpoint was replayed once; idempotency records are kept for the
+// idempotency window. The last pendingTail of the history keeps
 // one delivery in a thousand pending, due after the history ends.
 const (
 	idempotencyEvery = 20
-	replayedEvery    = 10
-	pendingTail      = 0.01
+	// idempotencyWindow is how far back idempotency records reach: the API
+	// prunes them after a day (api.IdempotencyRetention), once a minute,
+	// so the history keeps a day and a little more.
+	idempotencyWindow = 24*time.Hour + time.Minute
+	replayedEvery     = 10
+	pendingTail       = 0.01
 )
 
 var eventTypes = []string{"invoice.paid", "invoice.created", "customer.updated", "subscription.renewed", "payment.failed"}
@@ -272,7 +277,7 @@ func (h *history) replayDeliveries(yield func([]any) bool) {
 func (h *history) idempotencyRecords(yield func([]any) bool) {
 	hash := make([]byte, 32)
 	for s := range h.slots() {
-		if s.k%idempotencyEvery != 0 {
+		if s.k%idempotencyEvery != 0 || s.at.Before(h.spec.End.Add(-idempotencyWindow)) {
 			continue
 		}
 		resp := []byte(`{"message_id":"` + h.messageID(s).String() + `"}`)

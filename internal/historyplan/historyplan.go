@@ -11,6 +11,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"reflect"
 	"slices"
 	"strings"
 	"sync/atomic"
@@ -43,7 +44,7 @@ const (
 // Filled is Herald's migrated schema with a history of 200,000 deliveries
 // over 30 days, vacuumed and analysed. Its fingerprint follows the
 // migrations', so a changed schema gets a fresh fill.
-var Filled = pgtest.Template{Name: "history", Fingerprint: migrations.Fingerprint() + "h2", Migrate: fill}
+var Filled = pgtest.Template{Name: "history", Fingerprint: migrations.Fingerprint() + "h3", Migrate: fill}
 
 func fill(ctx context.Context, pool *pgxpool.Pool) error {
 	if err := migrations.Apply(ctx, pool); err != nil {
@@ -75,6 +76,10 @@ type Sample struct {
 	DeliveryAt time.Time
 	// ReplayID is a replay of a background endpoint.
 	ReplayID uuid.UUID
+	// End is when the history ends (the template may have been filled days
+	// before the test runs). A query whose bound is relative to now takes
+	// an argument relative to End where it can.
+	End time.Time
 }
 
 // NewPool returns a pool on a fresh clone of Filled and a Sample of it.
@@ -83,12 +88,13 @@ func NewPool(t testing.TB) (*pgxpool.Pool, Sample) {
 	pool := pgtest.NewPoolFrom(t, Filled)
 	var s Sample
 	err := pool.QueryRow(t.Context(), `
-SELECT e.tenant_id, e.id, d.message_id, d.id, a.id, d.created_at, (SELECT id FROM herald.replays ORDER BY id LIMIT 1)
+SELECT e.tenant_id, e.id, d.message_id, d.id, a.id, d.created_at, (SELECT id FROM herald.replays ORDER BY id LIMIT 1),
+  (SELECT max(created_at) FROM herald.deliveries)
 FROM herald.endpoints e
-CROSS JOIN LATERAL (SELECT * FROM herald.deliveries d WHERE d.endpoint_id = e.id AND d.created_at > now() - interval '15 days'
-                    ORDER BY d.created_at, d.id LIMIT 1) d
+CROSS JOIN LATERAL (SELECT * FROM herald.deliveries d WHERE d.endpoint_id = e.id
+                    ORDER BY d.created_at, d.id OFFSET $2 LIMIT 1) d
 CROSS JOIN LATERAL (SELECT id FROM herald.attempts a WHERE a.delivery_id = d.id LIMIT 1) a
-WHERE e.tenant_id = $1`, HotTenant).Scan(&s.TenantID, &s.EndpointID, &s.MessageID, &s.DeliveryID, &s.AttemptID, &s.DeliveryAt, &s.ReplayID)
+WHERE e.tenant_id = $1`, HotTenant, hotDeliveries/2).Scan(&s.TenantID, &s.EndpointID, &s.MessageID, &s.DeliveryID, &s.AttemptID, &s.DeliveryAt, &s.ReplayID, &s.End)
 	if err != nil {
 		t.Fatalf("historyplan: sample the filled history: %v", err)
 	}
@@ -304,47 +310,55 @@ func inTx(ctx context.Context, pool *pgxpool.Pool, q Query, generic bool, format
 // literal writes a query argument as an SQL literal for EXECUTE, whose
 // arguments cannot be parameters of the statement around it.
 func literal(a any) (string, error) {
-	quote := func(s string) string { return "'" + strings.ReplaceAll(s, "'", "''") + "'" }
-	switch v := a.(type) {
-	case nil:
+	if a == nil {
 		return "NULL", nil
+	}
+	v := reflect.ValueOf(a)
+	switch {
+	case v.Kind() == reflect.Pointer:
+		if v.IsNil() {
+			return "NULL", nil
+		}
+		return literal(v.Elem().Interface())
+	case v.Kind() == reflect.Slice && v.Type().Elem().Kind() != reflect.Uint8:
+		elems := make([]string, v.Len())
+		for i := range elems {
+			e := v.Index(i)
+			if e.Kind() == reflect.Pointer && e.IsNil() {
+				elems[i] = "NULL"
+				continue
+			}
+			if e.Kind() == reflect.Pointer {
+				e = e.Elem()
+			}
+			text, err := plain(e.Interface())
+			if err != nil {
+				return "", err
+			}
+			elems[i] = `"` + strings.NewReplacer(`\`, `\\`, `"`, `\"`).Replace(text) + `"`
+		}
+		return quote("{" + strings.Join(elems, ",") + "}"), nil
+	}
+	text, err := plain(a)
+	if err != nil {
+		return "", err
+	}
+	return quote(text), nil
+}
+
+// plain is a scalar argument as Postgres reads it from text.
+func plain(a any) (string, error) {
+	switch v := a.(type) {
 	case string:
-		return quote(v), nil
+		return v, nil
 	case uuid.UUID:
-		return quote(v.String()), nil
+		return v.String(), nil
 	case time.Time:
-		return quote(v.Format(time.RFC3339Nano)), nil
+		return v.Format(time.RFC3339Nano), nil
 	case int, int32, int64, float64, bool:
 		return fmt.Sprint(v), nil
-	case time.Duration:
-		return fmt.Sprint(v.Seconds()), nil
-	case []uuid.UUID:
-		ids := make([]string, len(v))
-		for i, id := range v {
-			ids[i] = id.String()
-		}
-		return quote("{" + strings.Join(ids, ",") + "}"), nil
-	case []float64:
-		fs := make([]string, len(v))
-		for i, f := range v {
-			fs[i] = fmt.Sprint(f)
-		}
-		return quote("{" + strings.Join(fs, ",") + "}"), nil
-	case *time.Time:
-		if v == nil {
-			return "NULL", nil
-		}
-		return literal(*v)
-	case *uuid.UUID:
-		if v == nil {
-			return "NULL", nil
-		}
-		return literal(*v)
-	case *string:
-		if v == nil {
-			return "NULL", nil
-		}
-		return literal(*v)
 	}
-	return "", fmt.Errorf("historyplan cannot write a %T as a literal; pass a string, uuid, time, number, bool, uuid slice or a pointer to one", a)
+	return "", fmt.Errorf("historyplan cannot write a %T as a literal; pass a string, uuid, time, number or bool, a slice of one or a pointer to one", a)
 }
+
+func quote(s string) string { return "'" + strings.ReplaceAll(s, "'", "''") + "'" }
