@@ -24,8 +24,8 @@ func TestHistoryQueriesUseIndexes(t *testing.T) {
 	historyplan.Check(t, pool, []historyplan.Query{
 		{Name: "delivery: load", SQL: loadDeliveries, Args: []any{ids, now}, Setup: []string{lookUpByIndex}},
 		{Name: "delivery: cancel one", SQL: cancelDelivery, Args: []any{s.DeliveryID, now, 0}},
-		{Name: "delivery: cancel a batch's", SQL: cancelDeliveries, Args: []any{ids, now}},
-		{Name: "delivery: hand off", SQL: handOff, Args: []any{ids, now}},
+		{Name: "delivery: cancel a batch's", SQL: cancelDeliveries, Args: []any{ids, now, 1}},
+		{Name: "delivery: hand off", SQL: handOff, Args: []any{ids, now, 1}},
 		{Name: "delivery: reload progress", SQL: reloadProgress, Args: []any{s.DeliveryID}},
 		{Name: "delivery: record an attempt", SQL: recordAttempt, Args: record},
 		{Name: "delivery: record attempts", SQL: recordAttempts, Args: arrays, Setup: []string{lookUpByIndex}},

@@ -43,18 +43,19 @@ SET status = 'cancelled', next_attempt_at = NULL, completed_at = $2, updated_at 
 WHERE id = $1 AND status = 'pending' AND generation = $3`
 
 	// cancelDeliveries stops the pending deliveries $1 of a disabled
-	// endpoint that still belong to their batch job (never requeued).
+	// endpoint that still belong to their batch job of generation $3.
 	cancelDeliveries = `UPDATE herald.deliveries
 SET status = 'cancelled', next_attempt_at = NULL, completed_at = $2, updated_at = now()
-WHERE id = ANY($1) AND status = 'pending' AND generation = 0`
+WHERE id = ANY($1) AND status = 'pending' AND generation = $3`
 
 	// handOff marks the deliveries $1 that still belong to their batch job
-	// (never requeued, never attempted, no next attempt set) as due at $2,
-	// which makes them the business of the jobs inserted with them, and
-	// returns them.
+	// of generation $3 (not requeued since, not attempted since, no next
+	// attempt set) as due at $2, which makes them the business of the jobs
+	// inserted with them, and returns them.
 	handOff = `UPDATE herald.deliveries
 SET next_attempt_at = $2, updated_at = now()
-WHERE id = ANY($1) AND status = 'pending' AND generation = 0 AND attempt_count = 0 AND next_attempt_at IS NULL
+WHERE id = ANY($1) AND status = 'pending' AND generation = $3 AND attempt_count = attempts_before_requeue
+  AND next_attempt_at IS NULL
 RETURNING id`
 
 	// reloadProgress reads what deciding an attempt's outcome depends on.

@@ -12,6 +12,7 @@ import (
 	"github.com/google/uuid"
 	"github.com/jackc/pgx/v5"
 	"github.com/riverqueue/river"
+	"github.com/riverqueue/river/rivertest"
 	"github.com/riverqueue/river/rivertype"
 	"github.com/stretchr/testify/require"
 
@@ -54,16 +55,31 @@ func (b *testBundle) requeue(t *testing.T, ctx context.Context, jobs replay.Inse
 	}
 }
 
-// requeuedJob returns the newest job of the delivery that is ready to run:
-// the one a requeue inserted.
-func (b *steppedBundle) requeuedJob(t *testing.T, ctx context.Context, id uuid.UUID) *rivertype.JobRow {
+// workRequeued works the newest job of the delivery that is ready to run,
+// the one a requeue inserted: an Args job for a resend, a batch job for a
+// replay.
+func (b *steppedBundle) workRequeued(t *testing.T, ctx context.Context, id uuid.UUID) (*rivertest.WorkResult, error) {
 	t.Helper()
 	var jobID int64
 	require.NoError(t, b.pool.QueryRow(ctx, `SELECT id FROM herald.river_job
-WHERE kind = $1 AND (args->>'delivery_id')::uuid = $2 AND state = 'available' ORDER BY id DESC LIMIT 1`, delivery.Kind, id).Scan(&jobID))
+WHERE ((kind = $1 AND (args->>'delivery_id')::uuid = $3) OR (kind = $2 AND args->'delivery_ids' ? $3::text))
+  AND state = 'available' ORDER BY id DESC LIMIT 1`, delivery.Kind, delivery.BatchKind, id).Scan(&jobID))
 	job, err := b.jobs.JobGet(ctx, jobID)
 	require.NoError(t, err)
-	return job
+	if job.Kind == delivery.BatchKind {
+		return b.batch.WorkJob(ctx, t, b.tx, job)
+	}
+	return b.worker.WorkJob(ctx, t, b.tx, job)
+}
+
+// jobsOf counts the delivery jobs, single or batch, that carry id.
+func (b *testBundle) jobsOf(t *testing.T, ctx context.Context, id uuid.UUID) int {
+	t.Helper()
+	var n int
+	require.NoError(t, b.pool.QueryRow(ctx, `SELECT count(*) FROM herald.river_job
+WHERE (kind = $1 AND (args->>'delivery_id')::uuid = $3) OR (kind = $2 AND args->'delivery_ids' ? $3::text)`,
+		delivery.Kind, delivery.BatchKind, id).Scan(&n))
+	return n
 }
 
 func (b *testBundle) triggers(t *testing.T, ctx context.Context, id uuid.UUID) []string {
@@ -110,10 +126,10 @@ func TestRequeueFencesOutTheSleepingJob(t *testing.T) {
 			require.Equal(t, river.EventKindJobCompleted, woken.EventKind, "the old job ends")
 			require.Len(t, b.attempts(t, ctx, id), 1)
 
-			result, err := b.worker.WorkJob(ctx, t, b.tx, b.requeuedJob(t, ctx, id))
+			result, err := b.workRequeued(t, ctx, id)
 			require.NoError(t, err)
 			require.Equal(t, river.EventKindJobCompleted, result.EventKind)
-			require.Equal(t, 3, r.Count(), "the requeue's job sent it once")
+			require.Len(t, b.attempts(t, ctx, id), 2, "the requeue's job sent it once")
 			d := b.delivery(t, ctx, id)
 			require.Equal(t, "succeeded", d.Status)
 			require.Equal(t, 2, d.AttemptCount)
@@ -149,11 +165,11 @@ func TestRequeueTakesTheDeliveryFromItsBatchJob(t *testing.T) {
 			require.NoError(t, err)
 			require.Equal(t, 1, r.Count(), "the batch job must not send the requeued delivery")
 			require.Equal(t, river.EventKindJobCompleted, result.EventKind)
-			require.Equal(t, 1, b.ownJobs(t, ctx, []uuid.UUID{id}), "nor hand it off: the requeue's job is its only one")
+			require.Equal(t, 1, b.jobsOf(t, ctx, id), "nor hand it off: the requeue's job is its only one")
 
-			_, err = b.worker.WorkJob(ctx, t, b.tx, b.requeuedJob(t, ctx, id))
+			_, err = b.workRequeued(t, ctx, id)
 			require.NoError(t, err)
-			require.Equal(t, 2, r.Count())
+			require.Len(t, b.attempts(t, ctx, id), 1, "the requeue's job sent it")
 			require.Equal(t, "succeeded", b.delivery(t, ctx, id).Status)
 			require.Equal(t, []string{triggerOf(how)}, b.triggers(t, ctx, id))
 		})
@@ -251,9 +267,14 @@ func TestRequeueStartsTheScheduleAgain(t *testing.T) {
 			require.Greater(t, spent.AttemptCount, 15)
 
 			b.requeue(t, ctx, b.jobs, how, message, endpoint)
-			result, err = b.worker.WorkJob(ctx, t, b.tx, b.requeuedJob(t, ctx, id))
+			result, err = b.workRequeued(t, ctx, id)
 			require.NoError(t, err)
-			require.Equal(t, river.EventKindJobSnoozed, result.EventKind, "the requeued delivery failed and will be retried")
+			if how == "replay" {
+				require.Equal(t, river.EventKindJobCompleted, result.EventKind, "the replay's batch job handed the retry to a job of the delivery's own")
+				require.Equal(t, 1, b.ownJobs(t, ctx, []uuid.UUID{id}), "a job of its own for the retry")
+			} else {
+				require.Equal(t, river.EventKindJobSnoozed, result.EventKind, "the requeued delivery failed and will be retried")
+			}
 			d := b.delivery(t, ctx, id)
 			require.Equal(t, "pending", d.Status)
 			require.Equal(t, spent.AttemptCount+1, d.AttemptCount, "attempt_count counts every attempt")
@@ -287,7 +308,7 @@ func TestResendOfPendingDeliveryTriesNow(t *testing.T) {
 	d := b.delivery(t, ctx, id)
 	require.Equal(t, "pending", d.Status)
 	require.False(t, d.NextAttemptAt.After(time.Now()), "the next attempt is due now")
-	result, err := b.worker.WorkJob(ctx, t, b.tx, b.requeuedJob(t, ctx, id))
+	result, err := b.workRequeued(t, ctx, id)
 	require.NoError(t, err)
 	require.Equal(t, river.EventKindJobCompleted, result.EventKind)
 	require.Equal(t, 2, r.Count(), "the resend was sent at once")

@@ -79,11 +79,13 @@ INSERT INTO herald.replay_deliveries (replay_id, delivery_id)
 SELECT $1, unnest($2::uuid[]) ON CONFLICT DO NOTHING`
 
 	// requeueBatch requeues, as requeueDelivery does, the deliveries $1 of
-	// a replay batch that are not pending.
+	// a replay batch that are not pending, but leaves next_attempt_at
+	// empty: they go to batch jobs (delivery.BatchArgs), which own a
+	// delivery only while nothing has set it.
 	requeueBatch = `
 UPDATE herald.deliveries
 SET status = 'pending', generation = generation + 1, attempts_before_requeue = attempt_count,
-    first_attempt_at = NULL, next_attempt_at = now(), completed_at = NULL, updated_at = now()
+    first_attempt_at = NULL, next_attempt_at = NULL, completed_at = NULL, updated_at = now()
 WHERE id = ANY($1) AND status <> 'pending'
 RETURNING id, generation`
 

@@ -185,19 +185,40 @@ func (w *Worker) step(ctx context.Context, jobs Inserter, replayID uuid.UUID) (b
 	if err != nil {
 		return false, err
 	}
-	if len(queued) > 0 {
-		params := make([]river.InsertManyParams, len(queued))
-		for i, d := range queued {
-			params[i] = river.InsertManyParams{Args: delivery.Args{
-				DeliveryID: d.ID, EndpointID: endpointID, Trigger: delivery.TriggerReplay, Generation: d.Generation,
-			}}
-		}
+	if params := batchJobs(endpointID, queued); len(params) > 0 {
 		if _, err := jobs.InsertManyTx(ctx, tx, params); err != nil {
-			return false, fmt.Errorf("queue %d delivery jobs: %w", len(params), err)
+			return false, fmt.Errorf("queue %d delivery batch jobs: %w", len(params), err)
 		}
 	}
 	if _, err := tx.Exec(ctx, advanceReplay, replayID, len(batch), last.createdAt, last.id); err != nil {
 		return false, err
 	}
 	return true, tx.Commit(ctx)
+}
+
+// batchJobs puts the requeued deliveries in delivery batch jobs, at most
+// delivery.MaxBatch each, one generation a job, in the order they come. A
+// batch job sends its deliveries with as many of the endpoint's in-flight
+// slots as are free and records them together; a job per delivery left
+// all but the endpoint's cap of them snoozing in turn, and a replay of
+// 2,000 to one healthy endpoint took 16 s (about 125 a second).
+func batchJobs(endpointID uuid.UUID, queued []requeuedDelivery) []river.InsertManyParams {
+	var (
+		params []river.InsertManyParams
+		open   = map[int]int{} // generation → index in params of its unfilled job
+	)
+	for _, d := range queued {
+		i, ok := open[d.Generation]
+		if !ok || len(params[i].Args.(delivery.BatchArgs).DeliveryIDs) == delivery.MaxBatch {
+			params = append(params, river.InsertManyParams{Args: delivery.BatchArgs{
+				EndpointID: endpointID, Trigger: delivery.TriggerReplay, Generation: d.Generation,
+			}})
+			i = len(params) - 1
+			open[d.Generation] = i
+		}
+		args := params[i].Args.(delivery.BatchArgs)
+		args.DeliveryIDs = append(args.DeliveryIDs, d.ID)
+		params[i].Args = args
+	}
+	return params
 }
