@@ -63,6 +63,7 @@ Scenarios:
 		every      = fs.Duration("progress", bench.DefaultProgressEvery, "interval between progress lines; 0 turns them off")
 		workers    = fs.Int("workers", 0, "dispatcher workers (River MaxWorkers), also for the baseline; 0 means the dispatcher's default")
 		maxConns   = fs.Int("max-conns", 0, "dispatcher connection pool size, also for the baseline; 0 means the dispatcher's default")
+		history    = fs.Int("aged-history", bench.DefaultAgedHistory, "deliveries of history the aged scenario bulk-loads (with their messages and attempts) before it runs")
 		cpuProfile = fs.String("cpuprofile", "", "write a CPU profile of the bench process (with --dispatcher=in-process, the dispatcher's too) to this file")
 	)
 	fs.Env("database-url", "HERALD_BENCH_DATABASE_URL")
@@ -78,6 +79,14 @@ Scenarios:
 	selected, err := bench.Select(*scenarios)
 	if err != nil {
 		return err
+	}
+	if *history < 1 {
+		return fmt.Errorf("--aged-history is %d; give at least 1 delivery (the default is %d)", *history, bench.DefaultAgedHistory)
+	}
+	for i := range selected {
+		if selected[i].Aged {
+			selected[i].History = *history
+		}
 	}
 	if *smoke > 0 {
 		for i := range selected {
@@ -106,11 +115,12 @@ Scenarios:
 	defer func() { _ = dbs.Close(context.WithoutCancel(ctx)) }()
 
 	cfg := bench.Config{
-		NewDatabase: dbs.New,
-		Dispatcher:  *mode,
-		Baseline:    bench.BaselineConfig{Workers: *workers, MaxConns: int32(*maxConns)},
-		Producers:   *producers,
-		MaxDrain:    *maxDrain,
+		NewDatabase:       dbs.New,
+		NewFilledDatabase: dbs.NewFilled,
+		Dispatcher:        *mode,
+		Baseline:          bench.BaselineConfig{Workers: *workers, MaxConns: int32(*maxConns)},
+		Producers:         *producers,
+		MaxDrain:          *maxDrain,
 	}
 	if *every > 0 {
 		cfg.Progress, cfg.ProgressEvery = os.Stderr, *every

@@ -75,7 +75,9 @@ type Report struct {
 	Machine    Machine   `json:"machine"`
 	Dispatcher string    `json:"dispatcher"`
 	Results    []Result  `json:"results"`
-	Targets    []Target  `json:"targets"`
+	// Aged is the aged scenario's comparison, fresh then aged.
+	Aged    []Age    `json:"aged,omitempty"`
+	Targets []Target `json:"targets"`
 }
 
 // Machine describes where the bench ran.

@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgxpool"
 
 	"github.com/heraldhq/herald/internal/database"
 	"github.com/heraldhq/herald/internal/secretbox"
@@ -70,6 +71,11 @@ type Config struct {
 	Progress io.Writer
 	// ProgressEvery defaults to 2 s. Zero means the default.
 	ProgressEvery time.Duration
+	// NewFilledDatabase returns a function that makes a database for the
+	// aged scenario, migrated and then filled by fill (named after age,
+	// "fresh" or "aged"), like NewDatabase's. Required by the aged
+	// scenario only.
+	NewFilledDatabase func(ctx context.Context, age string, fill func(context.Context, *pgxpool.Pool) error) (func(context.Context) (string, func() error, error), error)
 }
 
 // Run runs the scenarios one after the other and reports on all of them.
@@ -102,6 +108,11 @@ func Run(ctx context.Context, cfg Config, scenarios []Scenario) (report Report, 
 	for _, s := range scenarios {
 		var results []Result
 		switch {
+		case s.Aged:
+			if cfg.NewFilledDatabase == nil {
+				return report, fmt.Errorf("scenario %s needs Config.NewFilledDatabase", s.Name)
+			}
+			results, err = r.aged(ctx, s, &report)
 		case s.Baseline:
 			var res Result
 			res, err = r.baseline(ctx, s)
@@ -141,7 +152,12 @@ type stage struct {
 }
 
 func (r *runner) newStage(ctx context.Context) (*stage, error) {
-	url, drop, err := r.cfg.NewDatabase(ctx)
+	return r.stageOn(ctx, r.cfg.NewDatabase)
+}
+
+// stageOn is newStage on a database newDB makes.
+func (r *runner) stageOn(ctx context.Context, newDB func(context.Context) (string, func() error, error)) (*stage, error) {
+	url, drop, err := newDB(ctx)
 	if err != nil {
 		return nil, err
 	}
@@ -181,7 +197,12 @@ func (r *runner) herald(ctx context.Context, s Scenario, hang bool) (res Result,
 			err = fmt.Errorf("drop bench database: %w", dropErr)
 		}
 	}()
+	return r.heraldOn(ctx, st, s, hang, secretbox.Generate())
+}
 
+// heraldOn runs one scenario through Herald on st's database, whose
+// endpoint secrets are sealed under key; see herald.
+func (r *runner) heraldOn(ctx context.Context, st *stage, s Scenario, hang bool, key string) (res Result, err error) {
 	rec := newRecorder(time.Now())
 	specs := endpointSpecs(s, hang)
 	rcv, err := startReceivers(rec, specs, s.FailFirst)
@@ -190,7 +211,6 @@ func (r *runner) herald(ctx context.Context, s Scenario, hang bool) (res Result,
 	}
 	defer rcv.close()
 
-	key := secretbox.Generate()
 	tenants, err := createEndpoints(ctx, st.url, key, s, rcv.urls)
 	if err != nil {
 		return Result{}, err
@@ -393,7 +413,9 @@ func createEndpoints(ctx context.Context, url, key string, s Scenario, urls []st
 	}
 	tenants := make([]string, s.tenants())
 	for t := range tenants {
-		tenants[t] = fmt.Sprintf("tenant-%03d", t)
+		// Named after the scenario: the aged scenario runs several on one
+		// database.
+		tenants[t] = fmt.Sprintf("%s-%03d", s.Name, t)
 		if _, err := st.CreateTenant(ctx, store.NewTenant{ID: tenants[t], Name: "bench " + s.Name}); err != nil {
 			return nil, err
 		}

@@ -45,6 +45,13 @@ type Scenario struct {
 	// Baseline makes the scenario push Events no-op River jobs through the
 	// database instead of running Herald.
 	Baseline bool
+	// Aged makes the scenario the comparison of a fresh database with one
+	// holding History deliveries of history (see aged.go).
+	Aged    bool
+	History int
+	// shrunkTo is the size Shrunk was given, which the aged scenario
+	// passes on to the scenarios it runs.
+	shrunkTo int
 }
 
 // The scenarios, in the order `bench` runs them. baseline runs right before
@@ -99,6 +106,12 @@ var Scenarios = []Scenario{
 		Duration:  30 * time.Second,
 		Warmup:    5 * time.Second,
 	},
+	{
+		Name:    "aged",
+		About:   "burst, steady, a 100,000-delivery replay and the pages on a database with 30 days of history, beside a fresh one",
+		Aged:    true,
+		History: DefaultAgedHistory,
+	},
 }
 
 // Select returns the scenarios named in a comma-separated list, in the
@@ -136,6 +149,12 @@ func find(name string) (Scenario, bool) {
 // the baseline), never more than it has, with its warm-up scaled alike: the
 // smoke test runs every scenario this way in a few seconds.
 func (s Scenario) Shrunk(n int) Scenario {
+	if s.Aged {
+		if n > 0 {
+			s.shrunkTo, s.History = n, min(s.History, n*20)
+		}
+		return s
+	}
 	total := s.events() * s.endpointsPerTenant()
 	if n <= 0 || n >= total {
 		return s

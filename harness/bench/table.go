@@ -42,7 +42,20 @@ func (r Report) WriteTables(w io.Writer) {
 		targets = append(targets, []string{t.Name, t.Want, t.Got, met})
 	}
 
-	for _, table := range [][][]string{speed, cost, targets} {
+	aged := [][]string{{"database", "history", "rows loaded", "fill s", "vacuum s", "first attempts/s", "replay/s", "batch ms, first tenth", "batch ms, last tenth"}}
+	for _, name := range agedPages {
+		aged[0] = append(aged[0], name+" p99 ms")
+	}
+	for _, a := range r.Aged {
+		row := []string{a.Age, count(a.History), count(int(a.Rows)), fmt.Sprintf("%.1f", a.FillSeconds), fmt.Sprintf("%.1f", a.VacuumSeconds),
+			count(int(a.FirstPerSecond)), count(int(a.ReplayPerSecond)), fmt.Sprintf("%.1f", a.BatchFirstMS), fmt.Sprintf("%.1f", a.BatchLastMS)}
+		for _, name := range agedPages {
+			row = append(row, fmt.Sprintf("%.1f", a.Pages[name]))
+		}
+		aged = append(aged, row)
+	}
+
+	for _, table := range [][][]string{speed, cost, aged, targets} {
 		if len(table) == 1 {
 			continue
 		}
@@ -52,6 +65,11 @@ func (r Report) WriteTables(w io.Writer) {
 	for _, res := range r.Results {
 		if res.Problem != "" {
 			fmt.Fprintf(w, "%s: %s\n", res.Scenario, res.Problem)
+		}
+	}
+	for _, a := range r.Aged {
+		if a.Problem != "" {
+			fmt.Fprintf(w, "aged, %s database: %s\n", a.Age, a.Problem)
 		}
 	}
 }

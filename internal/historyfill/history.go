@@ -69,6 +69,9 @@ func newHistory(spec Spec) (*history, error) {
 		}
 		h.total += s.Deliveries
 	}
+	if spec.Deliveries <= 0 {
+		spec.Tenants = 0
+	}
 	for t := range spec.Tenants {
 		tenant := fmt.Sprintf("history_%s_%03d", strconv.FormatUint(uint64(nonce), 36), t)
 		for e := range spec.EndpointsPerTenant {

@@ -39,11 +39,11 @@ type Stream struct {
 	Deliveries int
 }
 
-// Spec describes a history. The zero value is 100,000 deliveries over 30
-// days ending now.
+// Spec describes a history. The zero value is an empty history of 30 days
+// ending now.
 type Spec struct {
 	// Deliveries is how many deliveries go to the filler's own tenants'
-	// endpoints. Zero means 100,000.
+	// endpoints. Zero means none (and no tenants of its own).
 	Deliveries int
 	// Tenants is how many tenants the filler creates. Zero means 50.
 	Tenants int
@@ -71,9 +71,6 @@ type Result struct {
 func (r Result) Rows() int64 { return r.Messages + r.Deliveries + r.Attempts + r.Others }
 
 func (s Spec) withDefaults() Spec {
-	if s.Deliveries <= 0 {
-		s.Deliveries = 100_000
-	}
 	if s.Tenants <= 0 {
 		s.Tenants = 50
 	}
