@@ -11,9 +11,11 @@ import (
 	"testing"
 	"time"
 
+	"github.com/jackc/pgx/v5/pgxpool"
 	"github.com/stretchr/testify/require"
 
 	"github.com/heraldhq/herald/harness/bench"
+	"github.com/heraldhq/herald/internal/database"
 	"github.com/heraldhq/herald/internal/pgtest"
 	"github.com/heraldhq/herald/schedule"
 )
@@ -34,6 +36,18 @@ func setup(t *testing.T) *testBundle {
 	return &testBundle{cfg: bench.Config{
 		NewDatabase: func(context.Context) (string, func() error, error) {
 			return pgtest.NewDatabase(t, pgtest.Herald), func() error { return nil }, nil
+		},
+		NewFilledDatabase: func(ctx context.Context, _ string, fill func(context.Context, *pgxpool.Pool) error) (func(context.Context) (string, func() error, error), error) {
+			url := pgtest.NewDatabase(t, pgtest.Herald)
+			pool, err := database.Open(ctx, url, database.Options{MaxConns: 4})
+			if err != nil {
+				return nil, err
+			}
+			defer pool.Close()
+			if err := fill(ctx, pool); err != nil {
+				return nil, err
+			}
+			return func(context.Context) (string, func() error, error) { return url, func() error { return nil }, nil }, nil
 		},
 		StartDispatcher: bench.InProcess(bench.InProcessOptions{
 			MaxConns: 6,
@@ -62,6 +76,17 @@ func TestScenariosSmoke(t *testing.T) {
 			wantRuns := 1
 			if scenario.Hanging > 0 {
 				wantRuns = 2 // the control run, then the run with hanging endpoints
+			}
+			if scenario.Aged {
+				wantRuns = 4 // burst and steady, fresh and aged
+				require.Len(t, report.Aged, 2)
+				for _, a := range report.Aged {
+					require.Empty(t, a.Problem, "%s database", a.Age)
+					require.Positive(t, a.Rows, "%s database: the fill loaded its rows", a.Age)
+					require.Positive(t, a.FirstPerSecond, "%s database", a.Age)
+					require.Positive(t, a.ReplayPerSecond, "%s database: the replay arrived", a.Age)
+					require.Len(t, a.Pages, 5, "%s database: every page answered", a.Age)
+				}
 			}
 			require.Len(t, report.Results, wantRuns)
 			for _, res := range report.Results {
