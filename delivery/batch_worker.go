@@ -83,9 +83,15 @@ func (b *BatchWorker) Work(ctx context.Context, job *river.Job[BatchArgs]) (err 
 			todo = append(todo, *d)
 		}
 	}
-	switch {
-	case len(todo) == 0:
+	if len(todo) == 0 {
 		return nil
+	}
+	if generation > 0 {
+		if err := w.checkAlone(ctx, job.JobRow, todo...); err != nil {
+			return err
+		}
+	}
+	switch {
 	case !todo[0].endpointEnabled:
 		if _, err := w.db.Exec(ctx, cancelDeliveries, idsOf(todo), w.now(), generation); err != nil {
 			return fmt.Errorf("cancel %d deliveries of disabled endpoint %s: %w", len(todo), endpoint, err)

@@ -21,18 +21,19 @@ LEFT JOIN LATERAL (
 WHERE d.id = ANY($1)`
 
 	// earlierAttemptRunning tells whether a job other than $2 that may
-	// have an attempt of delivery $1 in flight is running: a delivery job of
-	// the delivery (found through river_job_live_delivery) or, when $3 (the
-	// delivery has never been attempted), a batch job holding it (among the
+	// have an attempt of one of the deliveries $1 (as text) in flight is
+	// running: a delivery job of one of them (found through
+	// river_job_live_delivery) or, when $3 (one of them may belong to a
+	// batch job: see ownedByBatch), a batch job holding one (among the
 	// running jobs, as many as there are workers, through River's fetching
 	// index).
 	earlierAttemptRunning = `SELECT EXISTS (
     SELECT FROM herald.river_job j
-    WHERE j.args->>'delivery_id' = $1::text AND j.kind = '` + Kind + `' AND j.finalized_at IS NULL
+    WHERE j.args->>'delivery_id' = ANY($1::text[]) AND j.kind = '` + Kind + `' AND j.finalized_at IS NULL
       AND j.state = 'running' AND j.id <> $2
 ) OR ($3 AND EXISTS (
     SELECT FROM herald.river_job j
-    WHERE j.state = 'running' AND j.kind = '` + BatchKind + `' AND j.args->'delivery_ids' ? $1::text
+    WHERE j.state = 'running' AND j.kind = '` + BatchKind + `' AND j.id <> $2 AND j.args->'delivery_ids' ?| $1::text[]
 ))`
 
 	// cancelDelivery stops a pending delivery of generation $3 whose

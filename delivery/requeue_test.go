@@ -12,12 +12,14 @@ import (
 	"github.com/google/uuid"
 	"github.com/jackc/pgx/v5"
 	"github.com/riverqueue/river"
+	"github.com/riverqueue/river/riverdriver/riverpgxv5"
 	"github.com/riverqueue/river/rivertest"
 	"github.com/riverqueue/river/rivertype"
 	"github.com/stretchr/testify/require"
 
 	"github.com/heraldhq/herald/delivery"
 	"github.com/heraldhq/herald/internal/webhooktest"
+	"github.com/heraldhq/herald/migrations"
 	"github.com/heraldhq/herald/replay"
 	"github.com/heraldhq/herald/schedule"
 	"github.com/heraldhq/herald/signing"
@@ -323,21 +325,31 @@ func TestResendOfPendingDeliveryTriesNow(t *testing.T) {
 }
 
 // A resend while the delivery's attempt is in flight, from a delivery job
-// or from a batch job making first attempts: the resend's job waits for that
-// attempt to end before it sends, so the receiver never has two requests of
-// one delivery at once. The first attempt's job records nothing (its
-// delivery moved to the next generation meanwhile); the resend's job sends
-// the delivery and records it. The receiver got two requests with one
-// webhook-id, one after the other, which it dedupes.
-func TestResendDuringAnAttemptWaitsForIt(t *testing.T) {
+// or from a batch job making first attempts, and a replay of a delivery
+// cancelled while its attempt was in flight (its endpoint disabled and
+// enabled again meanwhile): the requeue's job waits for that attempt to end
+// before it sends, so the receiver never has two requests of one delivery
+// at once. The first attempt's job records nothing (its delivery moved to
+// the next generation meanwhile); the requeue's job sends the delivery and
+// records it. The receiver got two requests with one webhook-id, one after
+// the other, which it dedupes.
+func TestRequeueDuringAnAttemptWaitsForIt(t *testing.T) {
 	t.Parallel()
-	for _, kind := range []string{"delivery job", "batch job"} {
-		t.Run(kind, func(t *testing.T) {
+	for _, c := range []struct{ name, how, job string }{
+		{"resend from a delivery job", "resend", "delivery"},
+		{"resend from a batch job", "resend", "batch"},
+		{"replay of a cancelled delivery", "replay", "delivery"},
+	} {
+		t.Run(c.name, func(t *testing.T) {
 			t.Parallel()
 			b, ctx := setup(t, delivery.Config{Policy: fast})
+			// Queues the replay's job, which no worker here runs: the test
+			// walks the replay itself.
+			jobs, err := river.NewClient(riverpgxv5.New(b.pool), &river.Config{Schema: migrations.Schema})
+			require.NoError(t, err)
 			message := b.message(t, ctx)
 			var (
-				endpoint       uuid.UUID
+				endpoint, id   uuid.UUID
 				mu             sync.Mutex
 				inFlight, most int
 			)
@@ -352,36 +364,38 @@ func TestResendDuringAnAttemptWaitsForIt(t *testing.T) {
 					mu.Unlock()
 				}()
 				if n == 1 {
-					err := pgx.BeginFunc(ctx, b.pool, func(tx pgx.Tx) error {
-						_, err := replay.ResendTx(ctx, tx, b.client, message, endpoint)
-						return err
-					})
-					if err != nil {
-						t.Errorf("resend during the attempt: %v", err)
+					if c.how == "replay" {
+						// As a 410 to another delivery does: the endpoint
+						// disabled, its pending deliveries cancelled; then
+						// enabled again by its owner.
+						if _, err := b.pool.Exec(ctx, "UPDATE herald.deliveries SET status = 'cancelled', completed_at = now() WHERE id = $1", id); err != nil {
+							t.Errorf("cancel the delivery: %v", err)
+						}
 					}
-					// Long enough for the resend's job to start and send,
+					b.requeue(t, ctx, jobs, c.how, message, endpoint)
+					// Long enough for the requeue's job to start and send,
 					// were it not to wait.
 					time.Sleep(1500 * time.Millisecond)
 				}
 				w.WriteHeader(http.StatusOK)
 			})
 			endpoint = b.endpoint(t, ctx, r.URL)
-			id := b.pendingDelivery(t, ctx, message, endpoint)
+			id = b.pendingDelivery(t, ctx, message, endpoint)
 			var args river.JobArgs = delivery.Args{DeliveryID: id, EndpointID: endpoint}
-			if kind == "batch job" {
+			if c.job == "batch" {
 				args = delivery.BatchArgs{EndpointID: endpoint, DeliveryIDs: []uuid.UUID{id}}
 			}
-			_, err := b.client.Insert(ctx, args, nil)
+			_, err = b.client.Insert(ctx, args, nil)
 			require.NoError(t, err)
 
 			d := b.waitStatus(t, ctx, id, "succeeded")
 			require.Eventually(t, func() bool { return r.Count() >= 2 }, 20*time.Second, 20*time.Millisecond)
-			require.Equal(t, 1, d.AttemptCount, "only the resend's attempt is recorded")
-			require.Equal(t, []string{"manual"}, b.triggers(t, ctx, id))
+			require.Equal(t, 1, d.AttemptCount, "only the requeue's attempt is recorded")
+			require.Equal(t, []string{triggerOf(c.how)}, b.triggers(t, ctx, id))
 			require.Equal(t, 2, r.Count())
 			mu.Lock()
 			defer mu.Unlock()
-			require.Equal(t, 1, most, "the resend's attempt went out while the first was in flight")
+			require.Equal(t, 1, most, "the requeue's attempt went out while the first was in flight")
 		})
 	}
 }
