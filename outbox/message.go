@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"strings"
+	"time"
 	"unicode/utf8"
 
 	"github.com/google/uuid"
@@ -54,8 +55,13 @@ type Published struct {
 	// Version is the object's version the message carries.
 	Version int64
 	// Duplicate is true when the idempotency key had been published before;
-	// ID and Version are then the first message's.
+	// ID, Version and CreatedAt are then the first message's.
 	Duplicate bool
+	// CreatedAt is when the message was published, by Postgres's clock.
+	CreatedAt time.Time
+	// Body is the exact JSON Herald sends for the message, fixed at
+	// publish time. Nil for a duplicate.
+	Body json.RawMessage
 }
 
 // ValidationError is returned for a message that cannot be published. The
