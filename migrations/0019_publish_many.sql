@@ -378,3 +378,21 @@ BEGIN
     END IF;
 END
 $$;
+
+-- API keys are cached by every api replica (auth.KeyCache); a statement
+-- that revokes or deletes keys (a tenant's deletion cascades to its keys)
+-- notifies herald_api_keys at its commit, and every cache forgets what it
+-- holds. Revocations are rare, so the cluster-wide lock a notifying commit
+-- takes (0009_outbox_wakeups.sql) costs nothing that matters here.
+CREATE FUNCTION herald.notify_api_key_changes()
+RETURNS trigger
+LANGUAGE plpgsql
+AS $$
+BEGIN
+    PERFORM pg_notify('herald_api_keys', '');
+    RETURN NULL;
+END
+$$;
+CREATE TRIGGER api_keys_changed
+AFTER UPDATE OR DELETE ON herald.api_keys
+FOR EACH STATEMENT EXECUTE FUNCTION herald.notify_api_key_changes();
