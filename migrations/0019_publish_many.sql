@@ -396,3 +396,26 @@ $$;
 CREATE TRIGGER api_keys_changed
 AFTER UPDATE OR DELETE ON herald.api_keys
 FOR EACH STATEMENT EXECUTE FUNCTION herald.notify_api_key_changes();
+
+-- herald.wake_dispatcher as in 0009_outbox_wakeups.sql, with a window of
+-- 10 ms (outbox.NotifyWindow) instead of 100 ms. The dispatcher no longer
+-- polls every 5 ms for half a second after a notification, which at 50
+-- publishes a second never stopped; it drains at the notification and once
+-- more after the window (dispatcher/wake.go), so the window is what a
+-- publish that did not notify may wait for its fan-out. At most one
+-- notifying transaction is in flight at a time (the row lock below), so a
+-- shorter window adds notifications but no waiting on the notify lock.
+CREATE OR REPLACE FUNCTION herald.wake_dispatcher(at timestamptz)
+RETURNS void
+LANGUAGE plpgsql VOLATILE
+AS $$
+BEGIN
+    PERFORM FROM herald.outbox_wakeups w
+    WHERE w.at <= wake_dispatcher.at - interval '10 milliseconds'
+    FOR UPDATE SKIP LOCKED;
+    IF FOUND THEN
+        UPDATE herald.outbox_wakeups SET at = wake_dispatcher.at;
+        PERFORM pg_notify('herald_outbox', '');
+    END IF;
+END
+$$;

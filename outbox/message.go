@@ -12,10 +12,18 @@ import (
 )
 
 // NotifyChannel is the Postgres channel a publish notifies when its
-// transaction commits, unless another publish notified in the last 100 ms.
-// The dispatcher LISTENs on it, stays awake while messages keep coming, and
-// polls as a fallback.
+// transaction commits, unless another publish notified within the last
+// NotifyWindow. The dispatcher LISTENs on it, drains once more after the
+// window to find the publishes that did not notify, and polls as a
+// fallback.
 const NotifyChannel = "herald_outbox"
+
+// NotifyWindow is how long after a publish notified NotifyChannel other
+// publishes do not: 10 ms, herald.wake_dispatcher's window
+// (migrations/0019_publish_many.sql). Notifying commits take a cluster-wide
+// lock until they are durable, so at most one publish notifies per window
+// however many commit.
+const NotifyWindow = 10 * time.Millisecond
 
 // DefaultMaxPayloadBytes is the largest serialized Data accepted by default:
 // 256 KiB. Operators change the limit with the Postgres setting
