@@ -131,12 +131,13 @@ func RunLoad(ctx context.Context, spec LoadSpec, out io.Writer, stdin io.Reader)
 		})
 	}
 	wg.Wait()
+	// The failure first: the bench reads it once it has the summary.
+	if firstErr != nil {
+		fmt.Fprintln(os.Stderr, "load: first failure:", firstErr)
+	}
 	fmt.Fprintf(w, "done %d %d\n", requests.Load(), failed.Load())
 	if err := w.Flush(); err != nil {
 		return err
-	}
-	if firstErr != nil {
-		fmt.Fprintln(os.Stderr, "load: first failure:", firstErr)
 	}
 	_, _ = io.Copy(io.Discard, stdin)
 	return nil
