@@ -76,7 +76,8 @@ type Published struct {
 // producer's transaction is left usable.
 type ValidationError struct {
 	// Field is the message field at fault: "tenant", "type", "object_id",
-	// "data" or "idempotency_key".
+	// "data" or "idempotency_key"; "events" for a batch of more than
+	// MaxBatch messages.
 	Field string
 	// Problem says what is wrong and how to fix it.
 	Problem string
