@@ -65,14 +65,6 @@ func (s *Server) publish(w http.ResponseWriter, r *http.Request) error {
 	}
 	tenantID := chi.URLParam(r, "tenantID")
 
-	// The hash covers what the request asks for, not its formatting, so a
-	// retry that re-serializes the same body is still a repeat.
-	canonical, err := json.Marshal(req)
-	if err != nil {
-		return fmt.Errorf("publish: %w", err)
-	}
-	requestHash := sha256.Sum256(canonical)
-
 	msg := outbox.Message{
 		Tenant:         tenantID,
 		Type:           req.EventType,
@@ -92,6 +84,14 @@ func (s *Server) publish(w http.ResponseWriter, r *http.Request) error {
 		}
 		return writeRaw(w, http.StatusAccepted, body)
 	}
+
+	// The hash covers what the request asks for, not its formatting, so a
+	// retry that re-serializes the same body is still a repeat.
+	canonical, err := json.Marshal(req)
+	if err != nil {
+		return fmt.Errorf("publish: %w", err)
+	}
+	requestHash := sha256.Sum256(canonical)
 
 	tx, err := s.pool.Begin(r.Context())
 	if err != nil {
