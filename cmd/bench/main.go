@@ -142,14 +142,6 @@ Scenarios:
 	if self, err := os.Executable(); err == nil {
 		cfg.Load = bench.LoadProcess{Path: self, Args: []string{loadCommand}}
 	}
-	for _, s := range selected {
-		if s.Load == bench.LoadHTTP {
-			if cfg.APIPath, err = siblingBinary("api", "--api-bin", *apiBinary); err != nil {
-				return err
-			}
-			break
-		}
-	}
 	if *every > 0 {
 		cfg.Progress, cfg.ProgressEvery = os.Stderr, *every
 	}
@@ -173,6 +165,14 @@ Scenarios:
 		return fmt.Errorf("--dispatcher is %q; use %s or %s", *mode, modeProcess, modeInProcess)
 	}
 
+	for _, s := range selected {
+		if s.Load == bench.LoadHTTP {
+			if cfg.APIPath, err = siblingBinary("api", "--api-bin", *apiBinary); err != nil {
+				return err
+			}
+			break
+		}
+	}
 	report, err := bench.Run(ctx, cfg, selected)
 	if len(report.Results) > 0 {
 		report.WriteTables(os.Stdout)
