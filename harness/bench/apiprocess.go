@@ -12,8 +12,9 @@ import (
 const apiStartTimeout = 30 * time.Second
 
 // startAPI runs the api program at path as a child process on a free
-// loopback port of the database at url, with migrations off, and returns
-// it with its base URL once it answers /healthz.
+// loopback port of the database at url, with migrations off and no
+// publish rate limit (the scenarios measure publishing, not the limit),
+// and returns it with its base URL once it answers /healthz.
 func startAPI(ctx context.Context, path string, args []string, url, secretKey string) (*process, string, error) {
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
@@ -26,6 +27,7 @@ func startAPI(ctx context.Context, path string, args []string, url, secretKey st
 		"HERALD_SECRET_KEY="+secretKey,
 		"HERALD_MIGRATE=false",
 		"HERALD_API_ADDR="+addr,
+		"HERALD_PUBLISH_RATE=-1",
 	)
 	if err != nil {
 		return nil, "", err
