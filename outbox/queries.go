@@ -1,7 +1,8 @@
 package outbox
 
-// tryPublish is the whole publish operation (migrations/0003_outbox.sql). It
-// reports bad input in problem_field and problem rather than raising, so the
-// producer's transaction stays usable.
-const tryPublish = `SELECT message_id, version, duplicate, problem_field, problem
-FROM herald.try_publish($1, $2, $3, $4, $5)`
+// tryPublishMany is the whole publish operation, for one event or many
+// (migrations/0019_publish_many.sql). It reports bad input in
+// problem_field and problem rather than raising, so the producer's
+// transaction stays usable, and publishes nothing when it does.
+const tryPublishMany = `SELECT item_index, message_id, version, duplicate, created_at, body, problem_field, problem
+FROM herald.try_publish_many($1, $2, $3, $4, $5)`

@@ -191,7 +191,7 @@ func (r *runner) probe(ctx context.Context, st *stage, key string, endpointID uu
 	if _, err := pool.Exec(ctx, `UPDATE herald.endpoints SET url = $2 WHERE id = $1`, endpointID, receiver.URL+"/hook"); err != nil {
 		return a, err
 	}
-	server, apiKey, session, err := startAPI(ctx, pool, key)
+	server, apiKey, session, err := startAgedAPI(ctx, pool, key)
 	if err != nil {
 		return a, err
 	}
@@ -255,9 +255,9 @@ func (r *runner) probe(ctx context.Context, st *stage, key string, endpointID uu
 	return a, nil
 }
 
-// startAPI serves Herald's api with its portal in this process, and
+// startAgedAPI serves Herald's api with its portal in this process, and
 // returns an operator API key and a portal session of agedTenant.
-func startAPI(ctx context.Context, pool *pgxpool.Pool, key string) (*httptest.Server, string, string, error) {
+func startAgedAPI(ctx context.Context, pool *pgxpool.Pool, key string) (*httptest.Server, string, string, error) {
 	box, err := secretbox.Parse(key)
 	if err != nil {
 		return nil, "", "", err

@@ -4,10 +4,13 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"fmt"
 	"log/slog"
 	"os"
+	osexec "os/exec"
 	"path/filepath"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -61,6 +64,41 @@ func setup(t *testing.T) *testBundle {
 	}}
 }
 
+// TestMain removes the programs loadPrograms built.
+func TestMain(m *testing.M) {
+	code := m.Run()
+	if buildDir != "" {
+		_ = os.RemoveAll(buildDir)
+	}
+	os.Exit(code)
+}
+
+var (
+	buildOnce sync.Once
+	buildDir  string
+	buildErr  error
+)
+
+// loadPrograms builds, once per test run, the programs the scenarios
+// with a Load start: the bench command, which is the load generator, and
+// the api.
+func loadPrograms(t *testing.T) (bench.LoadProcess, string) {
+	t.Helper()
+	buildOnce.Do(func() {
+		buildDir, buildErr = os.MkdirTemp("", "herald-bench-programs-")
+		if buildErr != nil {
+			return
+		}
+		out, err := osexec.Command("go", "build", "-o", buildDir+"/",
+			"github.com/heraldhq/herald/cmd/bench", "github.com/heraldhq/herald/cmd/api").CombinedOutput()
+		if err != nil {
+			buildErr = fmt.Errorf("build the bench and the api: %v: %s", err, out)
+		}
+	})
+	require.NoError(t, buildErr)
+	return bench.LoadProcess{Path: filepath.Join(buildDir, "bench"), Args: []string{"load-generator"}}, filepath.Join(buildDir, "api")
+}
+
 // TestScenariosSmoke runs every scenario, shrunk, so that the bench keeps
 // working. It asserts what must hold at any speed, never a timing. The
 // scenarios run one after the other: each opens a dozen connections, and
@@ -70,6 +108,9 @@ func TestScenariosSmoke(t *testing.T) {
 	for _, scenario := range bench.Scenarios {
 		t.Run(scenario.Name, func(t *testing.T) {
 			b := setup(t)
+			if scenario.Load != "" {
+				b.cfg.Load, b.cfg.APIPath = loadPrograms(t)
+			}
 			report, err := bench.Run(context.Background(), b.cfg, []bench.Scenario{scenario.Shrunk(smokeDeliveries)})
 			require.NoError(t, err)
 
@@ -151,7 +192,7 @@ func TestSelect(t *testing.T) {
 	require.Equal(t, "burst", two[1].Name)
 
 	_, err = bench.Select("steady,bursty")
-	require.ErrorContains(t, err, `unknown scenario "bursty"; choose from baseline, burst, steady, fanout, isolation, failing, or all`)
+	require.ErrorContains(t, err, `unknown scenario "bursty"; choose from baseline, burst, steady, fanout, isolation, failing, sql-publish, http-burst, http-batch, http-steady-50, http-steady-1000, or all`)
 }
 
 func TestScratchDatabasesRefuseARealDatabase(t *testing.T) {

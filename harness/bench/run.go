@@ -76,6 +76,13 @@ type Config struct {
 	// "fresh" or "aged"), like NewDatabase's. Required by the aged
 	// scenario only.
 	NewFilledDatabase func(ctx context.Context, age string, fill func(context.Context, *pgxpool.Pool) error) (func(context.Context) (string, func() error, error), error)
+	// APIPath is the api program the LoadHTTP scenarios run as a child
+	// process, with APIArgs. Required for them.
+	APIPath string
+	APIArgs []string
+	// Load starts the load generator of the scenarios with a Load.
+	// Required for them.
+	Load LoadProcess
 }
 
 // Run runs the scenarios one after the other and reports on all of them.
@@ -89,6 +96,9 @@ func Run(ctx context.Context, cfg Config, scenarios []Scenario) (report Report, 
 	for _, s := range scenarios {
 		if !s.Baseline && cfg.StartDispatcher == nil {
 			return Report{}, fmt.Errorf("bench: scenario %s needs Config.StartDispatcher", s.Name)
+		}
+		if s.Load != "" && cfg.Load.Path == "" || s.Load == LoadHTTP && cfg.APIPath == "" {
+			return Report{}, fmt.Errorf("bench: scenario %s needs Config.Load and, through the API, Config.APIPath", s.Name)
 		}
 	}
 	r := &runner{cfg: cfg}
@@ -247,8 +257,21 @@ func (r *runner) heraldOn(ctx context.Context, st *stage, s Scenario, hang bool,
 
 	var d RunningDispatcher
 	var w window
+	var gen *generator
 	publishStart := time.Now()
-	if s.Rate > 0 {
+	switch {
+	case s.Load != "":
+		if d, err = r.cfg.StartDispatcher(ctx, st.url, key); err != nil {
+			return Result{}, err
+		}
+		progress.watch(d)
+		gen, err = r.startGenerator(ctx, s, st.url, key, tenants, rec)
+		w.start = rec.since(time.Now())
+		publishStart = time.Now()
+		if err == nil {
+			err = gen.wait(ctx)
+		}
+	case s.Rate > 0:
 		if d, err = r.cfg.StartDispatcher(ctx, st.url, key); err != nil {
 			return Result{}, err
 		}
@@ -256,7 +279,7 @@ func (r *runner) heraldOn(ctx context.Context, st *stage, s Scenario, hang bool,
 		w.start = rec.since(time.Now())
 		publishStart = time.Now()
 		err = prod.publishAtRate(ctx, s.Rate, s.Duration)
-	} else {
+	default:
 		err = prod.publishAll(ctx, s.Events)
 	}
 	publishEnd := time.Now()
@@ -264,9 +287,10 @@ func (r *runner) heraldOn(ctx context.Context, st *stage, s Scenario, hang bool,
 		if d != nil {
 			_, _ = d.Stop(ctx)
 		}
+		gen.stop(ctx)
 		return Result{}, err
 	}
-	if s.Rate == 0 {
+	if d == nil {
 		if d, err = r.cfg.StartDispatcher(ctx, st.url, key); err != nil {
 			return Result{}, err
 		}
@@ -286,6 +310,11 @@ func (r *runner) heraldOn(ctx context.Context, st *stage, s Scenario, hang bool,
 		return Result{}, err
 	}
 	res.PostgresCPUSeconds = pgCPU.Seconds()
+	res.APICPUSeconds, err = gen.stop(ctx)
+	if err != nil {
+		_, _ = d.Stop(ctx)
+		return Result{}, err
+	}
 	usage, stopErr := d.Stop(ctx)
 	progress.stop()
 	pool.Close()
@@ -322,7 +351,7 @@ func (r *runner) heraldOn(ctx context.Context, st *stage, s Scenario, hang bool,
 	res.DispatcherPeakRSSMB = float64(usage.PeakRSS) / (1 << 20)
 	res.Writes = writes
 	if created := float64(s.events() * s.endpointsPerTenant()); created > 0 {
-		res.CPUPerDeliveryMS = (res.DispatcherCPUSeconds + res.PostgresCPUSeconds) * 1000 / created
+		res.CPUPerDeliveryMS = (res.DispatcherCPUSeconds + res.APICPUSeconds + res.PostgresCPUSeconds) * 1000 / created
 		res.RowsPerDelivery = float64(writes.Rows()) / created
 		res.WALBytesPerDelivery = float64(writes.WALBytes) / created
 		res.StoredBytesPerDelivery = float64(writes.StoredBytes) / created

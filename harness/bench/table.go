@@ -24,10 +24,10 @@ func (r Report) WriteTables(w io.Writer) {
 			fmt.Sprintf("%.2f", res.AttemptsPerDelivery),
 		})
 	}
-	cost := [][]string{{"scenario", "dispatcher CPU s", "Postgres CPU s", "CPU ms/delivery", "peak RSS MB", "rows/delivery", "WAL bytes/delivery", "stored bytes/delivery", "machine busy", "load avg"}}
+	cost := [][]string{{"scenario", "dispatcher CPU s", "api CPU s", "Postgres CPU s", "CPU ms/delivery", "peak RSS MB", "rows/delivery", "WAL bytes/delivery", "stored bytes/delivery", "machine busy", "load avg"}}
 	for _, res := range r.Results {
 		cost = append(cost, []string{
-			res.Scenario, fmt.Sprintf("%.1f", res.DispatcherCPUSeconds), fmt.Sprintf("%.1f", res.PostgresCPUSeconds),
+			res.Scenario, fmt.Sprintf("%.1f", res.DispatcherCPUSeconds), apiCPU(res), fmt.Sprintf("%.1f", res.PostgresCPUSeconds),
 			fmt.Sprintf("%.2f", res.CPUPerDeliveryMS), fmt.Sprintf("%.0f", res.DispatcherPeakRSSMB),
 			fmt.Sprintf("%.1f", res.RowsPerDelivery), count(int(res.WALBytesPerDelivery)), count(int(res.StoredBytesPerDelivery)),
 			fmt.Sprintf("%.0f%%", res.MachineBusy*100), fmt.Sprintf("%.1f", res.LoadAverage),
@@ -72,6 +72,14 @@ func (r Report) WriteTables(w io.Writer) {
 			fmt.Fprintf(w, "aged, %s database: %s\n", a.Age, a.Problem)
 		}
 	}
+}
+
+// apiCPU formats the api's CPU time; only the http scenarios have an api.
+func apiCPU(res Result) string {
+	if res.APICPUSeconds == 0 {
+		return "–"
+	}
+	return fmt.Sprintf("%.1f", res.APICPUSeconds)
 }
 
 // latency formats a latency figure; the baseline has none.

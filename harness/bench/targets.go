@@ -2,7 +2,7 @@ package bench
 
 import "fmt"
 
-// Target is one goal of issue 9 and whether the run met it.
+// Target is one goal of issues 9 and 21 and whether the run met it.
 type Target struct {
 	Name string `json:"name"`
 	Want string `json:"want"`
@@ -25,6 +25,11 @@ const (
 	targetWalkFlat      = 1.5
 	targetMetricsP99    = 50  // milliseconds
 	targetPageP99       = 100 // milliseconds
+	// The publish targets of issue 21.
+	targetHTTPOfSQL       = 0.8
+	targetBatchOverSingle = 10.0
+	targetHTTPDelivered   = 0.8
+	targetTrickleCPURatio = 2.0
 )
 
 // isolationControl names the isolation run without hanging endpoints.
@@ -77,7 +82,8 @@ func evaluate(r Report) []Target {
 			Met:  ratio <= targetIsolationRatio && isolation.Problem == "" && control.Problem == "",
 		})
 	}
-	return append(out, evaluateAged(r)...)
+	out = append(out, evaluateAged(r)...)
+	return append(out, publishTargets(r)...)
 }
 
 // evaluateAged checks the aged scenario's targets.
@@ -136,6 +142,49 @@ func evaluateAged(r Report) []Target {
 				Met:  got < want,
 			})
 		}
+	}
+	return out
+}
+
+// publishTargets checks the targets of the http scenarios.
+func publishTargets(r Report) []Target {
+	var out []Target
+	single, haveSingle := r.result("http-burst")
+	if sql, ok := r.result("sql-publish"); ok && haveSingle && sql.PublishPerSecond > 0 {
+		share := single.PublishPerSecond / sql.PublishPerSecond
+		out = append(out, Target{
+			Name: "http-burst publish vs sql-publish",
+			Want: fmt.Sprintf("≥ %.0f%% of %.0f events/s", targetHTTPOfSQL*100, sql.PublishPerSecond),
+			Got:  fmt.Sprintf("%.0f events/s (%.0f%%)", single.PublishPerSecond, share*100),
+			Met:  share >= targetHTTPOfSQL && single.Problem == "" && sql.Problem == "",
+		})
+	}
+	if batch, ok := r.result("http-batch"); ok && haveSingle && single.PublishPerSecond > 0 {
+		ratio := batch.PublishPerSecond / single.PublishPerSecond
+		out = append(out, Target{
+			Name: "http-batch publish vs http-burst",
+			Want: fmt.Sprintf("≥ %.0f× %.0f events/s", targetBatchOverSingle, single.PublishPerSecond),
+			Got:  fmt.Sprintf("%.0f events/s (%.1f×)", batch.PublishPerSecond, ratio),
+			Met:  ratio >= targetBatchOverSingle && batch.Problem == "",
+		})
+	}
+	if haveSingle && single.PublishPerSecond > 0 {
+		share := single.DeliveredPerSecond / single.PublishPerSecond
+		out = append(out, Target{
+			Name: "http-burst delivered vs its publish rate",
+			Want: fmt.Sprintf("≥ %.0f%% of %.0f/s", targetHTTPDelivered*100, single.PublishPerSecond),
+			Got:  fmt.Sprintf("%.0f deliveries/s (%.0f%%)", single.DeliveredPerSecond, share*100),
+			Met:  share >= targetHTTPDelivered && single.Problem == "",
+		})
+	}
+	if trickle, ok := r.result("http-steady-50"); ok && haveSingle && single.CPUPerDeliveryMS > 0 {
+		ratio := trickle.CPUPerDeliveryMS / single.CPUPerDeliveryMS
+		out = append(out, Target{
+			Name: "CPU per delivery at 50 events/s vs http-burst",
+			Want: fmt.Sprintf("≤ %.0f× %.2f ms", targetTrickleCPURatio, single.CPUPerDeliveryMS),
+			Got:  fmt.Sprintf("%.2f ms (%.2f×)", trickle.CPUPerDeliveryMS, ratio),
+			Met:  ratio <= targetTrickleCPURatio && trickle.Problem == "",
+		})
 	}
 	return out
 }

@@ -1,0 +1,83 @@
+package outbox
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"strings"
+
+	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgxpool"
+)
+
+// MaxBatch is the most messages PublishMany (and herald.publish_many, and
+// the API's batch route) publishes at once: 1000.
+const MaxBatch = 1000
+
+// PublishMany publishes msgs inside the producer's transaction tx, in one
+// statement (one round trip), all or nothing, and returns one Published per
+// message in order. Every message must be for the same tenant. Messages
+// about one object take consecutive versions in slice order; a message
+// whose IdempotencyKey was published before is not published again and
+// gets the first message back (Duplicate). Commit and rollback work as for
+// Publish. An empty msgs publishes nothing and returns nil.
+//
+// Errors, in the order they are checked: more than MaxBatch messages, or
+// an unknown tenant, return a *ValidationError (Field "events" or
+// "tenant"); bad messages return a *BatchError listing each of them, by
+// index, with its first problem. A key repeated inside msgs is a problem
+// of the later message. Either way nothing is published and tx is left
+// usable. Any other error comes from the database and aborts tx.
+func PublishMany(ctx context.Context, tx pgx.Tx, msgs []Message) ([]Published, error) {
+	if tx == nil {
+		return nil, errors.New("publish many: the transaction is nil; pass the producer's pgx.Tx")
+	}
+	return wrapMany(publishMany(ctx, tx, msgs))
+}
+
+// PublishManyPool is PublishMany on pool: the statement is its own
+// transaction.
+func PublishManyPool(ctx context.Context, pool *pgxpool.Pool, msgs []Message) ([]Published, error) {
+	return wrapMany(publishMany(ctx, pool, msgs))
+}
+
+func wrapMany(p []Published, err error) ([]Published, error) {
+	if err != nil {
+		return nil, fmt.Errorf("publish many: %w", err)
+	}
+	return p, nil
+}
+
+// BatchError is PublishMany's error for a batch holding bad messages.
+// Nothing of the batch was published.
+type BatchError struct {
+	// Items are the messages at fault in index order, each with its first
+	// problem.
+	Items []ItemError
+}
+
+// ItemError is one bad message of a batch.
+type ItemError struct {
+	// Index is the message's position in the batch, from 0.
+	Index int
+	ValidationError
+}
+
+func (e *BatchError) add(index int, v *ValidationError) {
+	e.Items = append(e.Items, ItemError{Index: index, ValidationError: *v})
+}
+
+// batchErrorShown is how many items BatchError's message names.
+const batchErrorShown = 3
+
+func (e *BatchError) Error() string {
+	parts := make([]string, 0, batchErrorShown+1)
+	for i, item := range e.Items {
+		if i == batchErrorShown {
+			parts = append(parts, fmt.Sprintf("and %d more", len(e.Items)-batchErrorShown))
+			break
+		}
+		parts = append(parts, fmt.Sprintf("message %d: %s", item.Index, item.ValidationError.Error()))
+	}
+	return strings.Join(parts, "; ")
+}
