@@ -23,6 +23,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus/promhttp"
 	"github.com/riverqueue/river"
 	"github.com/riverqueue/river/riverdriver/riverpgxv5"
+	"go.opentelemetry.io/otel/trace"
 
 	"github.com/heraldhq/herald/internal/auth"
 	"github.com/heraldhq/herald/internal/clientaddr"
@@ -71,6 +72,10 @@ type Config struct {
 	// scrape config. Empty (the default) serves /metrics to anyone who
 	// reaches the api, as it is meant for a private network.
 	MetricsToken string
+	// TracerProvider, when set, receives a span per request (see
+	// traceRequests); a request's traceparent header makes it a child of
+	// the caller's span. Defaults to nil: no spans.
+	TracerProvider trace.TracerProvider
 }
 
 // Server serves the API. Build it with New.
@@ -85,6 +90,7 @@ type Server struct {
 	limits       *limits.Limiter
 	metricsToken string
 	jobs         replay.Inserter
+	tracer       trace.TracerProvider
 	router       chi.Router
 	// lastPrune is when this process last pruned idempotency records, in
 	// unix nanoseconds.
@@ -109,6 +115,7 @@ func New(cfg Config) (*Server, error) {
 		throttle:     cfg.AuthThrottle,
 		limits:       cfg.Limits,
 		metricsToken: cfg.MetricsToken,
+		tracer:       cfg.TracerProvider,
 	}
 	if err := clientaddr.CheckHeader(cfg.TrustedProxyHeader); err != nil {
 		return nil, fmt.Errorf("api: Config.TrustedProxyHeader: %w", err)
@@ -153,7 +160,7 @@ func (s *Server) Handler() http.Handler { return s.router }
 
 func (s *Server) routes(registry *prometheus.Registry, portal http.Handler) chi.Router {
 	r := chi.NewRouter()
-	r.Use(withRequestID, s.clients.Middleware, s.logRequests, s.recoverPanics)
+	r.Use(traceRequests(s.tracer), withRequestID, s.clients.Middleware, s.logRequests, s.recoverPanics)
 	r.NotFound(func(w http.ResponseWriter, r *http.Request) {
 		writeProblem(w, r, problem(http.StatusNotFound, "not-found", "no route matches "+r.Method+" "+r.URL.Path+"; see /openapi.json for the routes"))
 	})

@@ -127,6 +127,11 @@ func run(args []string) error {
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
 
+	tracing, err := flagenv.StartTracing(ctx, "herald-api")
+	if err != nil {
+		return err
+	}
+	defer tracing.Stop(logger)
 	pool, err := s.db.Open(ctx, logger)
 	if err != nil {
 		return err
@@ -174,6 +179,7 @@ func run(args []string) error {
 		MetricsToken:       s.metricsToken,
 		AuthThrottle:       throttle,
 		Limits:             limiter,
+		TracerProvider:     tracing.Provider,
 	})
 	if err != nil {
 		return err
