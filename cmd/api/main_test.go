@@ -69,6 +69,9 @@ func TestBadSettingsAreNamed(t *testing.T) {
 		{args: []string{"--test-event-burst", "0"}, want: "--test-event-burst is 0; give from 1 to 1000000"},
 		{env: []string{"HERALD_KEY_RATE_SHARE=2"}, want: "--key-rate-share is 2; give a fraction"},
 		{env: []string{"HERALD_MAX_ENDPOINTS_PER_TENANT=lots"}, want: `HERALD_MAX_ENDPOINTS_PER_TENANT="lots" is not a whole number`},
+		{env: []string{"OTEL_TRACES_EXPORTER=zipkin"}, want: "OTEL_TRACES_EXPORTER=zipkin is not supported; use otlp"},
+		{env: []string{"OTEL_TRACES_EXPORTER=otlp", "OTEL_EXPORTER_OTLP_PROTOCOL=grpc"}, want: "OTEL_EXPORTER_OTLP_PROTOCOL=grpc is not supported"},
+		{env: []string{"OTEL_SDK_DISABLED=maybe"}, want: `OTEL_SDK_DISABLED="maybe" is not a boolean`},
 		{
 			env:  []string{"HERALD_MIGRATE=maybe", "HERALD_MAX_CONNS=abc"},
 			want: "HERALD_MIGRATE=\"maybe\" is not true or false\nHERALD_MAX_CONNS=\"abc\" is not a whole number",
