@@ -76,6 +76,11 @@ type Config struct {
 	// traceRequests); a request's traceparent header makes it a child of
 	// the caller's span. Defaults to nil: no spans.
 	TracerProvider trace.TracerProvider
+	// QueueDashboard, when set, is served at QueueDashboardPath to
+	// operators only (an operator API key as a bearer token, or signed in
+	// on its page); see NewQueueDashboard. Defaults to nil: not served,
+	// and the path answers 404.
+	QueueDashboard http.Handler
 }
 
 // Server serves the API. Build it with New.
@@ -151,14 +156,14 @@ func New(cfg Config) (*Server, error) {
 		collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}),
 		metrics.NewCollector(cfg.Pool, s.logger),
 	)
-	s.router = s.routes(registry, cfg.Portal)
+	s.router = s.routes(registry, cfg.Portal, cfg.QueueDashboard)
 	return s, nil
 }
 
 // Handler returns the HTTP handler serving every route.
 func (s *Server) Handler() http.Handler { return s.router }
 
-func (s *Server) routes(registry *prometheus.Registry, portal http.Handler) chi.Router {
+func (s *Server) routes(registry *prometheus.Registry, portal, queueDashboard http.Handler) chi.Router {
 	r := chi.NewRouter()
 	r.Use(traceRequests(s.tracer), withRequestID, s.clients.Middleware, s.logRequests, s.recoverPanics)
 	r.NotFound(func(w http.ResponseWriter, r *http.Request) {
@@ -174,6 +179,9 @@ func (s *Server) routes(registry *prometheus.Registry, portal http.Handler) chi.
 	r.Get("/openapi.json", serveOpenAPI)
 	if portal != nil {
 		r.Mount("/portal", portal)
+	}
+	if queueDashboard != nil {
+		r.Mount(QueueDashboardPath, s.queueDashboardRoutes(queueDashboard))
 	}
 
 	r.Route("/v1", func(r chi.Router) {

@@ -64,6 +64,7 @@ type settings struct {
 	authFailureInterval time.Duration
 	metricsToken        string
 	limits              flagenv.Limits
+	queueDashboard      bool
 }
 
 func (s *settings) register(fs *flagenv.FlagSet) {
@@ -88,6 +89,8 @@ func (s *settings) register(fs *flagenv.FlagSet) {
 	fs.StringVar(&s.metricsToken, "metrics-token", "", "bearer token that /metrics requires; empty serves /metrics without authentication")
 	fs.Env("metrics-token", "HERALD_METRICS_TOKEN")
 	fs.LimitsVar(&s.limits)
+	fs.BoolVar(&s.queueDashboard, "queue-dashboard", false, "serve River UI, the queue dashboard, at "+api.QueueDashboardPath+"/ to operators (an operator API key)")
+	fs.Env("queue-dashboard", "HERALD_QUEUE_DASHBOARD")
 }
 
 func run(args []string) error {
@@ -168,6 +171,12 @@ func run(args []string) error {
 	if err != nil {
 		return err
 	}
+	var queueDashboard http.Handler
+	if s.queueDashboard {
+		if queueDashboard, err = api.NewQueueDashboard(ctx, pool, logger); err != nil {
+			return err
+		}
+	}
 	server, err := api.New(api.Config{
 		Pool:               pool,
 		Store:              st,
@@ -180,6 +189,7 @@ func run(args []string) error {
 		AuthThrottle:       throttle,
 		Limits:             limiter,
 		TracerProvider:     tracing.Provider,
+		QueueDashboard:     queueDashboard,
 	})
 	if err != nil {
 		return err
