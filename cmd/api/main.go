@@ -65,6 +65,10 @@ type settings struct {
 	metricsToken        string
 	limits              flagenv.Limits
 	queueDashboard      bool
+	// frameAncestors is --portal-frame-ancestors as given: a
+	// comma-separated list of origins, checked by portal.ParseFrameAncestors.
+	frameAncestors string
+	branding       portal.Branding
 }
 
 func (s *settings) register(fs *flagenv.FlagSet) {
@@ -91,6 +95,16 @@ func (s *settings) register(fs *flagenv.FlagSet) {
 	fs.LimitsVar(&s.limits)
 	fs.BoolVar(&s.queueDashboard, "queue-dashboard", false, "serve River UI, the queue dashboard, at "+api.QueueDashboardPath+"/ to operators (an operator API key)")
 	fs.Env("queue-dashboard", "HERALD_QUEUE_DASHBOARD")
+	fs.StringVar(&s.frameAncestors, "portal-frame-ancestors", "", "comma-separated `origins` whose pages may embed the portal in a frame, like https://app.example.com; empty lets none. Over TLS the portal's cookies then work inside the frame (SameSite=None; Secure; Partitioned)")
+	fs.Env("portal-frame-ancestors", "HERALD_PORTAL_FRAME_ANCESTORS")
+	fs.StringVar(&s.branding.ProductName, "portal-product-name", "", "the portal's name in titles and its header; empty means "+portal.DefaultProductName)
+	fs.Env("portal-product-name", "HERALD_PORTAL_PRODUCT_NAME")
+	fs.StringVar(&s.branding.AccentColor, "portal-accent-color", "", "`colour` of the portal's links and buttons in hex, like #2f5bd3; empty keeps the portal's own")
+	fs.Env("portal-accent-color", "HERALD_PORTAL_ACCENT_COLOR")
+	fs.StringVar(&s.branding.LogoURL, "portal-logo-url", "", "https `URL` of a logo for the portal's header; empty shows the product name")
+	fs.Env("portal-logo-url", "HERALD_PORTAL_LOGO_URL")
+	fs.StringVar(&s.branding.SupportURL, "portal-support-url", "", "https `URL` the portal's header links to as Support; empty shows no link")
+	fs.Env("portal-support-url", "HERALD_PORTAL_SUPPORT_URL")
 }
 
 func run(args []string) error {
@@ -116,6 +130,13 @@ func run(args []string) error {
 	}
 	limitsConfig, err := s.limits.Config()
 	if err != nil {
+		return err
+	}
+	frameAncestors, err := portal.ParseFrameAncestors(s.frameAncestors)
+	if err != nil {
+		return fmt.Errorf("--portal-frame-ancestors: %w", err)
+	}
+	if err := s.branding.Validate("--portal-"); err != nil {
 		return err
 	}
 	logger := s.logFormat.Logger()
@@ -166,7 +187,9 @@ func run(args []string) error {
 		Limits:       limiter,
 		// Behind a TLS-terminating proxy requests arrive as plain HTTP; the
 		// public URL says whether browsers use HTTPS.
-		SecureCookies: publicHTTPS,
+		SecureCookies:  publicHTTPS,
+		FrameAncestors: frameAncestors,
+		Branding:       s.branding,
 	})
 	if err != nil {
 		return err

@@ -72,6 +72,11 @@ func TestBadSettingsAreNamed(t *testing.T) {
 		{env: []string{"OTEL_TRACES_EXPORTER=zipkin"}, want: "OTEL_TRACES_EXPORTER=zipkin is not supported; use otlp"},
 		{env: []string{"OTEL_TRACES_EXPORTER=otlp", "OTEL_EXPORTER_OTLP_PROTOCOL=grpc"}, want: "OTEL_EXPORTER_OTLP_PROTOCOL=grpc is not supported"},
 		{env: []string{"OTEL_SDK_DISABLED=maybe"}, want: `OTEL_SDK_DISABLED="maybe" is not a boolean`},
+		{env: []string{"HERALD_PORTAL_FRAME_ANCESTORS=https://app.example.com/embed"}, want: `--portal-frame-ancestors: frame ancestor "https://app.example.com/embed" has more than an origin`},
+		{env: []string{"HERALD_PORTAL_FRAME_ANCESTORS=*"}, want: `--portal-frame-ancestors: frame ancestor "*" is not an origin`},
+		{env: []string{"HERALD_PORTAL_ACCENT_COLOR=blue"}, want: `--portal-accent-color "blue" is not a colour; give it in hex`},
+		{env: []string{"HERALD_PORTAL_LOGO_URL=http://example.com/logo.png"}, want: `--portal-logo-url "http://example.com/logo.png" is not an https URL`},
+		{env: []string{"HERALD_PORTAL_SUPPORT_URL=javascript:alert(1)"}, want: `--portal-support-url "javascript:alert(1)" is not an https URL`},
 		{
 			env:  []string{"HERALD_MIGRATE=maybe", "HERALD_MAX_CONNS=abc"},
 			want: "HERALD_MIGRATE=\"maybe\" is not true or false\nHERALD_MAX_CONNS=\"abc\" is not a whole number",
