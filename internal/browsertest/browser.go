@@ -32,7 +32,8 @@ var (
 
 // browser starts chromium the first time a test asks for it. It accepts
 // any certificate: tests serve TLS on loopback with certificates made for
-// the run (httptest's), and nothing else is reachable from here.
+// the run (httptest's), and nothing else is reachable from here. Site
+// isolation is off, which only this test browser can afford.
 func browser(t testing.TB) context.Context {
 	t.Helper()
 	once.Do(func() {
@@ -57,6 +58,10 @@ func browser(t testing.TB) context.Context {
 			chromedp.DisableGPU,
 			chromedp.NoFirstRun,
 			chromedp.IgnoreCertErrors,
+			// A frame from another site stays in its page's process, so a
+			// test reaches into it from the page (chromedp.FromNode).
+			chromedp.Flag("disable-features", "SitePerProcess,IsolateOrigins"),
+			chromedp.Flag("disable-site-isolation-trials", true),
 			chromedp.Flag("disable-background-networking", true),
 			chromedp.Flag("disable-dev-shm-usage", true),
 			chromedp.UserDataDir(dataDir),
