@@ -142,6 +142,8 @@ func TestHelpListsEverySetting(t *testing.T) {
 		"(env HERALD_RESEND_RATE) (default 10)", "(env HERALD_RESEND_BURST) (default 100)",
 		"(env HERALD_REPLAY_RATE) (default 0.1)", "(env HERALD_REPLAY_BURST) (default 10)",
 		"(env HERALD_TEST_EVENT_RATE) (default 1)", "(env HERALD_TEST_EVENT_BURST) (default 10)",
+		"HERALD_QUEUE_DASHBOARD", "HERALD_PORTAL_FRAME_ANCESTORS", "HERALD_PORTAL_PRODUCT_NAME",
+		"HERALD_PORTAL_ACCENT_COLOR", "HERALD_PORTAL_LOGO_URL", "HERALD_PORTAL_SUPPORT_URL",
 		"-shutdown-timeout",
 	} {
 		require.Contains(t, string(out), want)
