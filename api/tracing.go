@@ -15,7 +15,8 @@ import (
 // and publishes over HTTP has the publish, and so every attempt of the
 // message, in its own trace. Once routed, the span is named after the route
 // ("POST /v1/tenants/{tenantID}/messages"), not the path, whose ids would
-// make a name per object. Without a tracer provider it does nothing.
+// make a name per object. Probes and scrapes (untracedPaths) make no
+// spans. Without a tracer provider it does nothing.
 func traceRequests(provider trace.TracerProvider) func(http.Handler) http.Handler {
 	if provider == nil {
 		return func(next http.Handler) http.Handler { return next }
@@ -33,6 +34,13 @@ func traceRequests(provider trace.TracerProvider) func(http.Handler) http.Handle
 			otelhttp.WithTracerProvider(provider),
 			otelhttp.WithPropagators(propagation.TraceContext{}),
 			otelhttp.WithSpanNameFormatter(func(_ string, r *http.Request) string { return r.Method }),
+			otelhttp.WithFilter(traced),
 		)
 	}
 }
+
+// untracedPaths are the routes that load balancers and Prometheus call
+// every few seconds: spans of them would bury the requests worth a trace.
+var untracedPaths = map[string]bool{"/healthz": true, "/readyz": true, "/metrics": true}
+
+func traced(r *http.Request) bool { return !untracedPaths[r.URL.Path] }

@@ -29,6 +29,7 @@ func TestRequestSpansContinueTheCallersTrace(t *testing.T) {
 	t.Cleanup(func() { _ = cmd.Process.Kill(); _ = cmd.Wait() })
 	base := "http://" + listeningAddr(t, stderr)
 
+	require.Equal(t, http.StatusOK, request(t, "GET", base+"/healthz", "").StatusCode)
 	require.Equal(t, http.StatusCreated, request(t, "POST", base+"/v1/tenants", `{"id":"acme","name":"Acme"}`).StatusCode)
 	const (
 		traceID = "4bf92f3577b34da6a3ce929d0e0e4736"
@@ -58,4 +59,7 @@ func TestRequestSpansContinueTheCallersTrace(t *testing.T) {
 
 	other := collector.WaitFor(t, 10*time.Second, "the tenant's creation", func(s otlptest.Span) bool { return s.Name == "POST /v1/tenants" })
 	require.Empty(t, other.ParentSpanID, "a request without traceparent starts a trace")
+	for _, s := range collector.Spans() {
+		require.NotContains(t, s.Name, "/healthz", "probes make no spans")
+	}
 }
