@@ -138,6 +138,9 @@ func TestQueueDashboardInABrowser(t *testing.T) {
 	browsertest.Do(t, window, "sign in with the operator's key",
 		chromedp.SendKeys(chromedp.CSS(`input[name="key"]`), b.operator),
 		chromedp.Submit(chromedp.CSS(`input[name="key"]`)))
+	browsertest.Do(t, window, "leave the sign-in page",
+		chromedp.WaitNotPresent(chromedp.CSS(`input[name="key"]`)),
+		chromedp.WaitReady(chromedp.CSS("body")))
 	browsertest.Do(t, window, "open the queues",
 		chromedp.Navigate(b.server.URL+api.QueueDashboardPath+"/queues"),
 		chromedp.WaitVisible(chromedp.CSS(`a[href$="/queues/`+delivery.Queue+`"]`)))
