@@ -20,6 +20,11 @@ const DefaultMaxBodyBytes = 1 << 20
 // other content types, bodies over the server's limit, unknown fields,
 // wrong types and trailing data, each with a problem naming the fault.
 func (s *Server) decode(w http.ResponseWriter, r *http.Request, dst any) error {
+	return s.decodeLimited(w, r, dst, s.maxBodyBytes)
+}
+
+// decodeLimited is decode with a body limit of its own.
+func (s *Server) decodeLimited(w http.ResponseWriter, r *http.Request, dst any, limit int64) error {
 	if ct := r.Header.Get("Content-Type"); ct != "" {
 		mt, _, err := mime.ParseMediaType(ct)
 		if err != nil || (mt != "application/json" && !strings.HasSuffix(mt, "+json")) {
@@ -27,15 +32,15 @@ func (s *Server) decode(w http.ResponseWriter, r *http.Request, dst any) error {
 				fmt.Sprintf("the body must be JSON; send Content-Type: application/json (got %q)", ct))
 		}
 	}
-	dec := json.NewDecoder(http.MaxBytesReader(w, r.Body, s.maxBodyBytes))
+	dec := json.NewDecoder(http.MaxBytesReader(w, r.Body, limit))
 	dec.DisallowUnknownFields()
 	if err := dec.Decode(dst); err != nil {
-		return decodeProblem(err, s.maxBodyBytes)
+		return decodeProblem(err, limit)
 	}
 	if _, err := dec.Token(); !errors.Is(err, io.EOF) {
 		var tooLarge *http.MaxBytesError
 		if errors.As(err, &tooLarge) {
-			return decodeProblem(err, s.maxBodyBytes)
+			return decodeProblem(err, limit)
 		}
 		return badRequest("the body must hold exactly one JSON object; remove what follows it")
 	}

@@ -76,6 +76,7 @@ func (s *Server) revokeKey(w http.ResponseWriter, r *http.Request, tenantID stri
 		return err
 	}
 	k, err := auth.RevokeAPIKey(r.Context(), s.pool, tenantID, id)
+	s.keys.Forget()
 	if errors.Is(err, auth.ErrKeyNotFound) {
 		return notFound("API key " + id.String())
 	}

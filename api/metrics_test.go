@@ -16,6 +16,9 @@ import (
 	"github.com/heraldhq/herald/store"
 )
 
+// The api's /metrics reports what waits (the outbox, the queue) from
+// indexes; how deliveries went is counted by the dispatchers that made the
+// attempts, so it is not here (issue 16, item 4).
 func TestMetricsAreReadFromTheDatabase(t *testing.T) {
 	t.Parallel()
 	b := setup(t)
@@ -30,18 +33,15 @@ func TestMetricsAreReadFromTheDatabase(t *testing.T) {
 	require.Equal(t, http.StatusOK, resp.Status)
 	text := string(resp.Body)
 	for _, want := range []string{
-		`herald_deliveries{status="succeeded"} 1`,
-		`herald_deliveries{status="failed"} 1`,
-		`herald_attempts_total{outcome="failed"} 1`,
-		`herald_attempt_duration_seconds_bucket{le="0.01"} 0`,
-		`herald_attempt_duration_seconds_bucket{le="0.05"} 2`,
-		`herald_attempt_duration_seconds_count 2`,
 		`herald_outbox_backlog 1`,
 		`herald_outbox_oldest_undispatched_age_seconds`,
 		`herald_metrics_database_up 1`,
 		`go_goroutines`,
 	} {
 		require.Contains(t, text, want)
+	}
+	for _, history := range []string{"herald_deliveries", "herald_attempts_total", "herald_attempt_duration_seconds"} {
+		require.NotContains(t, text, history, "counted by the dispatchers, not read from history")
 	}
 }
 

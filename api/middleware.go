@@ -127,7 +127,7 @@ func (s *Server) authenticate(next http.Handler) http.Handler {
 				"this route needs an API key; send it as the header Authorization: Bearer hk_…"))
 			return
 		}
-		p, err := auth.Authenticate(r.Context(), s.pool, strings.TrimSpace(token))
+		p, err := s.keys.Authenticate(r.Context(), s.pool, strings.TrimSpace(token))
 		if errors.Is(err, auth.ErrUnauthenticated) {
 			s.throttle.Fail(client)
 			w.Header().Set("WWW-Authenticate", `Bearer realm="herald", error="invalid_token"`)
@@ -189,12 +189,18 @@ func apiKeyOnly(next http.Handler) http.Handler {
 
 // tenantScope guards every route under /v1/tenants/{tenantID}: a caller
 // that may not see the tenant gets the same 404 as for a tenant that does
-// not exist, so keys learn nothing about other tenants.
+// not exist, so keys learn nothing about other tenants. A caller scoped to
+// the tenant proves it exists: its key or session is deleted with the
+// tenant, and a cached key with it (auth.KeyCache).
 func (s *Server) tenantScope(next http.Handler) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		tenantID := chi.URLParam(r, "tenantID")
 		if !validTenantID.MatchString(tenantID) || !principal(r).CanAccess(tenantID) {
 			writeProblem(w, r, notFound("tenant "+quote(tenantID)))
+			return
+		}
+		if principal(r).TenantID == tenantID {
+			next.ServeHTTP(w, r)
 			return
 		}
 		var exists bool

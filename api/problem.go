@@ -25,6 +25,8 @@ type Problem struct {
 	// Limit names the limit that turned the request away, for 429s of
 	// rate limits.
 	Limit *ProblemLimit `json:"limit,omitempty"`
+	// Errors lists every bad event of a rejected batch publish.
+	Errors []ItemProblem `json:"errors,omitempty"`
 	// RequestID matches the X-Request-Id header and the server's logs.
 	RequestID string `json:"request_id,omitempty"`
 }

@@ -12,6 +12,7 @@ import (
 	"github.com/jackc/pgx/v5"
 
 	"github.com/heraldhq/herald/deliverylog"
+	"github.com/heraldhq/herald/internal/deliverystatus"
 	"github.com/heraldhq/herald/outbox"
 )
 
@@ -64,6 +65,26 @@ func (s *Server) publish(w http.ResponseWriter, r *http.Request) error {
 	}
 	tenantID := chi.URLParam(r, "tenantID")
 
+	msg := outbox.Message{
+		Tenant:         tenantID,
+		Type:           req.EventType,
+		ObjectID:       req.ObjectID,
+		Data:           req.Data,
+		IdempotencyKey: key,
+	}
+	if key == "" {
+		// One statement, its own transaction: one round trip.
+		published, err := outbox.PublishPool(r.Context(), s.pool, msg)
+		if err != nil {
+			return err
+		}
+		body, err := json.Marshal(publishedMessage(msg, published))
+		if err != nil {
+			return fmt.Errorf("publish: %w", err)
+		}
+		return writeRaw(w, http.StatusAccepted, body)
+	}
+
 	// The hash covers what the request asks for, not its formatting, so a
 	// retry that re-serializes the same body is still a repeat.
 	canonical, err := json.Marshal(req)
@@ -78,45 +99,57 @@ func (s *Server) publish(w http.ResponseWriter, r *http.Request) error {
 	}
 	defer func() { _ = tx.Rollback(r.Context()) }()
 
-	if key != "" {
-		s.pruneIdempotencyRecords(r)
-		// The first request with a key inserts its record; a concurrent
-		// repeat waits here for that transaction and then finds the record.
-		tag, err := tx.Exec(r.Context(), claimIdempotencyKey, tenantID, key, requestHash[:])
-		if err != nil {
-			return fmt.Errorf("publish: claim idempotency key: %w", err)
-		}
-		if tag.RowsAffected() == 0 {
-			return s.replayIdempotent(w, r, tx, tenantID, key, requestHash[:])
-		}
+	s.pruneIdempotencyRecords(r)
+	// The first request with a key inserts its record; a concurrent
+	// repeat waits here for that transaction and then finds the record.
+	tag, err := tx.Exec(r.Context(), claimIdempotencyKey, tenantID, key, requestHash[:])
+	if err != nil {
+		return fmt.Errorf("publish: claim idempotency key: %w", err)
 	}
-	published, err := outbox.Publish(r.Context(), tx, outbox.Message{
-		Tenant:         tenantID,
-		Type:           req.EventType,
-		ObjectID:       req.ObjectID,
-		Data:           req.Data,
-		IdempotencyKey: key,
-	})
+	if tag.RowsAffected() == 0 {
+		return s.replayIdempotent(w, r, tx, tenantID, key, requestHash[:])
+	}
+	published, err := outbox.Publish(r.Context(), tx, msg)
 	if err != nil {
 		return err
 	}
-	m, err := deliverylog.GetMessage(r.Context(), tx, tenantID, published.ID)
-	if err != nil {
-		return fmt.Errorf("publish: read back: %w", err)
+	m := publishedMessage(msg, published)
+	if published.Duplicate {
+		// The key was published before its record expired: answer with
+		// the first message as it is now.
+		stored, err := deliverylog.GetMessage(r.Context(), tx, tenantID, published.ID)
+		if err != nil {
+			return fmt.Errorf("publish: read back: %w", err)
+		}
+		m = messageJSON(stored)
 	}
-	body, err := json.Marshal(messageJSON(m))
+	body, err := json.Marshal(m)
 	if err != nil {
 		return fmt.Errorf("publish: %w", err)
 	}
-	if key != "" {
-		if _, err := tx.Exec(r.Context(), storeIdempotentResponse, tenantID, key, http.StatusAccepted, body); err != nil {
-			return fmt.Errorf("publish: store idempotent response: %w", err)
-		}
+	if _, err := tx.Exec(r.Context(), storeIdempotentResponse, tenantID, key, http.StatusAccepted, body); err != nil {
+		return fmt.Errorf("publish: store idempotent response: %w", err)
 	}
 	if err := tx.Commit(r.Context()); err != nil {
 		return fmt.Errorf("publish: commit: %w", err)
 	}
 	return writeRaw(w, http.StatusAccepted, body)
+}
+
+// publishedMessage is the API's view of a message msg that was just
+// published: not yet dispatched, no deliveries.
+func publishedMessage(msg outbox.Message, p outbox.Published) Message {
+	m := Message{
+		ID: p.ID, TenantID: msg.Tenant, EventType: msg.Type,
+		Object:         ObjectRef{ID: msg.ObjectID, Version: p.Version},
+		Payload:        p.Body,
+		CreatedAt:      p.CreatedAt,
+		DeliveryCounts: map[deliverystatus.Status]int{},
+	}
+	if msg.IdempotencyKey != "" {
+		m.IdempotencyKey = &msg.IdempotencyKey
+	}
+	return m
 }
 
 // pruneIdempotencyRecords deletes expired records, at most once per
@@ -153,16 +186,22 @@ func (s *Server) replayIdempotent(w http.ResponseWriter, r *http.Request, tx pgx
 // publishProblem words the outbox's validation errors with the API's field
 // names.
 func publishProblem(e *outbox.ValidationError) *Problem {
-	field := e.Field
-	switch field {
-	case "type":
-		field = "event_type"
-	case "idempotency_key":
+	field := publishField(e.Field)
+	if field == "idempotency_key" {
 		field = IdempotencyKeyHeader
-	case "tenant":
-		field = "tenantID"
 	}
 	return invalid(field, field+" "+e.Problem)
+}
+
+// publishField names an outbox message field as the API's requests do.
+func publishField(field string) string {
+	switch field {
+	case "type":
+		return "event_type"
+	case "tenant":
+		return "tenantID"
+	}
+	return field
 }
 
 func writeRaw(w http.ResponseWriter, status int, body []byte) error {

@@ -48,6 +48,9 @@ type Config struct {
 	PublicURL string
 	// MaxBodyBytes caps request bodies. Defaults to DefaultMaxBodyBytes.
 	MaxBodyBytes int64
+	// MaxBatchBodyBytes caps the body of a batch publish. Defaults to
+	// DefaultMaxBatchBodyBytes.
+	MaxBatchBodyBytes int64
 	// Store reads and writes tenants and endpoints. Required.
 	Store *store.Store
 	// Portal, when set, serves the customer portal under /portal/. It sees
@@ -81,7 +84,19 @@ type Config struct {
 	// on its page); see NewQueueDashboard. Defaults to nil: not served,
 	// and the path answers 404.
 	QueueDashboard http.Handler
+	// KeyCache, when set, answers most API-key lookups from memory; the
+	// program runs its Listen, which makes a revocation on any replica
+	// empty it. Nil (the default) looks every key up.
+	KeyCache *auth.KeyCache
 }
+
+// DefaultMaxConns is the connection pool size cmd/api gives an api
+// replica: 32. A publish holds a connection for its one statement and the
+// commit's WAL flush, and commits that wait for a flush together share it,
+// so the pool should let as many publishes wait as clients send at once;
+// pgxpool's own default, max(4, CPUs), held 32 concurrent publishing
+// clients to 4 commits per flush (docs/benchmarks.md).
+const DefaultMaxConns = 32
 
 // Server serves the API. Build it with New.
 type Server struct {
@@ -90,13 +105,16 @@ type Server struct {
 	logger       *slog.Logger
 	publicURL    string
 	maxBodyBytes int64
-	clients      clientaddr.Resolver
-	throttle     *auth.FailureThrottle
-	limits       *limits.Limiter
-	metricsToken string
-	jobs         replay.Inserter
-	tracer       trace.TracerProvider
-	router       chi.Router
+	// maxBatchBodyBytes caps a batch publish's body.
+	maxBatchBodyBytes int64
+	clients           clientaddr.Resolver
+	throttle          *auth.FailureThrottle
+	limits            *limits.Limiter
+	keys              *auth.KeyCache
+	metricsToken      string
+	jobs              replay.Inserter
+	tracer            trace.TracerProvider
+	router            chi.Router
 	// lastPrune is when this process last pruned idempotency records, in
 	// unix nanoseconds.
 	lastPrune atomic.Int64
@@ -119,6 +137,7 @@ func New(cfg Config) (*Server, error) {
 		clients:      clientaddr.Resolver{Header: cfg.TrustedProxyHeader},
 		throttle:     cfg.AuthThrottle,
 		limits:       cfg.Limits,
+		keys:         cfg.KeyCache,
 		metricsToken: cfg.MetricsToken,
 		tracer:       cfg.TracerProvider,
 	}
@@ -142,6 +161,10 @@ func New(cfg Config) (*Server, error) {
 	}
 	if s.maxBodyBytes <= 0 {
 		s.maxBodyBytes = DefaultMaxBodyBytes
+	}
+	s.maxBatchBodyBytes = cfg.MaxBatchBodyBytes
+	if s.maxBatchBodyBytes <= 0 {
+		s.maxBatchBodyBytes = DefaultMaxBatchBodyBytes
 	}
 	// An insert-only River client: it queues delivery and replay jobs in
 	// the API's transactions; dispatchers work them.
@@ -212,6 +235,7 @@ func (s *Server) routes(registry *prometheus.Registry, portal, queueDashboard ht
 			r.With(apiKeyOnly).Post("/portal-links", s.h(s.createPortalLink))
 
 			r.With(apiKeyOnly, s.rateLimited(limits.Publish)).Post("/messages", s.h(s.publish))
+			r.With(apiKeyOnly, s.rateLimited(limits.Publish)).Post("/messages/batch", s.h(s.publishBatch))
 			r.Get("/messages", s.h(s.listMessages))
 			r.Get("/messages/{messageID}", s.h(s.getMessage))
 			r.Get("/messages/{messageID}/attempts", s.h(s.listMessageAttempts))

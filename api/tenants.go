@@ -220,7 +220,10 @@ func (s *Server) updateTenant(w http.ResponseWriter, r *http.Request) error {
 }
 
 func (s *Server) deleteTenant(w http.ResponseWriter, r *http.Request) error {
-	if err := s.store.DeleteTenant(r.Context(), chi.URLParam(r, "tenantID")); err != nil {
+	err := s.store.DeleteTenant(r.Context(), chi.URLParam(r, "tenantID"))
+	// The tenant's keys went with it.
+	s.keys.Forget()
+	if err != nil {
 		return err
 	}
 	w.WriteHeader(http.StatusNoContent)

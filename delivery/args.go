@@ -99,23 +99,29 @@ const BatchKind = "herald.delivery_batch"
 // MaxBatch is the most deliveries one BatchArgs job carries.
 const MaxBatch = 100
 
-// BatchArgs is the River job that makes the first attempt of several new
-// deliveries to one endpoint: the fan-out's fast path, which costs River one
-// job for the lot instead of one each. A delivery belongs to its batch job
-// while it has never been requeued (generation 0), never been attempted and
-// has no next_attempt_at; the job hands a delivery it does not finish (an
-// attempt failed, or the endpoint has a rate limit) to an Args job of its
-// own, which serves it from then on (see BatchWorker).
-//
-// A batch job carries no generation: the fan-out inserts it with the
-// deliveries it creates, all at generation 0, and a requeue takes a
-// delivery from its batch job for good by moving it past 0.
+// BatchArgs is the River job that sends several pending deliveries to one
+// endpoint, each its first attempt of a retry window: the fan-out's fast
+// path for new deliveries, and a replay's for the deliveries it requeues. It
+// costs River one job for the lot instead of one each, and takes as many of
+// the endpoint's in-flight slots as are free. A delivery belongs to its
+// batch job while it is at the job's generation, has not been attempted
+// since it was created or requeued, and has no next_attempt_at; the job
+// hands a delivery it does not finish (an attempt failed, or the endpoint
+// has a rate limit) to an Args job of its own, which serves it from then on
+// (see BatchWorker).
 type BatchArgs struct {
 	// EndpointID is the endpoint of every delivery. Required.
 	EndpointID uuid.UUID `json:"endpoint_id"`
 	// DeliveryIDs are the herald.deliveries rows to send, at most
 	// MaxBatch, in the order to send them. Required.
 	DeliveryIDs []uuid.UUID `json:"delivery_ids"`
+	// Trigger is recorded on the attempts, as Args.Trigger. Empty means
+	// TriggerScheduled (the fan-out's).
+	Trigger Trigger `json:"trigger,omitempty"`
+	// Generation is the generation of every delivery of the job, as
+	// Args.Generation: 0 for the fan-out's new deliveries (and jobs
+	// inserted before batches carried one), the requeue's for a replay's.
+	Generation int `json:"generation,omitempty"`
 }
 
 // Kind returns BatchKind.
@@ -126,11 +132,18 @@ func (BatchArgs) InsertOpts() river.InsertOpts {
 	return river.InsertOpts{Queue: Queue, MaxAttempts: MaxJobAttempts}
 }
 
-// check returns why the job can never run, or nil.
-func (a BatchArgs) check() error {
+// check returns the trigger of the job's attempts, or why the job can
+// never run.
+func (a BatchArgs) check() (Trigger, error) {
 	if a.EndpointID == uuid.Nil || len(a.DeliveryIDs) == 0 || len(a.DeliveryIDs) > MaxBatch {
-		return fmt.Errorf("delivery batch job with endpoint_id %s and %d delivery_ids; insert delivery.BatchArgs with an endpoint and 1 to %d deliveries",
+		return "", fmt.Errorf("delivery batch job with endpoint_id %s and %d delivery_ids; insert delivery.BatchArgs with an endpoint and 1 to %d deliveries",
 			a.EndpointID, len(a.DeliveryIDs), MaxBatch)
 	}
-	return nil
+	if a.Trigger == "" {
+		return TriggerScheduled, nil
+	}
+	if !a.Trigger.valid() {
+		return "", fmt.Errorf("delivery batch to endpoint %s: unknown trigger %q; want %q, %q or %q", a.EndpointID, a.Trigger, TriggerScheduled, TriggerManual, TriggerReplay)
+	}
+	return a.Trigger, nil
 }

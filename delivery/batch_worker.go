@@ -33,8 +33,8 @@ import (
 // delivery it did not send and snoozes for a deferral, as an Args job
 // would.
 //
-// A delivery belongs to its batch job while it has never been requeued
-// (generation 0), never been attempted and has no next_attempt_at
+// A delivery belongs to its batch job while it is at the job's
+// generation, has not been attempted in it and has no next_attempt_at
 // (ownedByBatch): a job run again after its process died sends only those,
 // handing one off sets next_attempt_at in the transaction that inserts its
 // own job, and a requeue, inserting a job of its own, moves the generation
@@ -62,9 +62,11 @@ func (b *BatchWorker) Work(ctx context.Context, job *river.Job[BatchArgs]) (err 
 	w := b.w
 	endpoint := job.Args.EndpointID
 	defer func() { w.jobFailed(ctx, err, "endpoint", endpoint, "deliveries", len(job.Args.DeliveryIDs)) }()
-	if err := job.Args.check(); err != nil {
+	trigger, err := job.Args.check()
+	if err != nil {
 		return river.JobCancel(err)
 	}
+	generation := job.Args.Generation
 	if fault := w.clockFault(); fault != nil {
 		return w.deferJob(ctx, job.JobRow, fault, "endpoint", endpoint, "deliveries", len(job.Args.DeliveryIDs))
 	}
@@ -77,20 +79,26 @@ func (b *BatchWorker) Work(ctx context.Context, job *river.Job[BatchArgs]) (err 
 	}
 	var todo []loaded
 	for _, d := range found {
-		if d != nil && d.ownedByBatch() {
+		if d != nil && d.ownedByBatch(generation) {
 			todo = append(todo, *d)
 		}
 	}
-	switch {
-	case len(todo) == 0:
+	if len(todo) == 0 {
 		return nil
+	}
+	if generation > 0 {
+		if err := w.checkAlone(ctx, job.JobRow, todo...); err != nil {
+			return err
+		}
+	}
+	switch {
 	case !todo[0].endpointEnabled:
-		if _, err := w.db.Exec(ctx, cancelDeliveries, idsOf(todo), w.now()); err != nil {
+		if _, err := w.db.Exec(ctx, cancelDeliveries, idsOf(todo), w.now(), generation); err != nil {
 			return fmt.Errorf("cancel %d deliveries of disabled endpoint %s: %w", len(todo), endpoint, err)
 		}
 		return nil
 	case todo[0].rateLimit > 0:
-		return w.handOff(ctx, todo)
+		return w.handOff(ctx, todo, trigger, generation)
 	}
 
 	release, lanes, err := w.takeSlots(ctx, job.JobRow, endpoint, len(todo))
@@ -121,11 +129,11 @@ func (b *BatchWorker) Work(ctx context.Context, job *river.Job[BatchArgs]) (err 
 			unsent = append(unsent, todo[i])
 			continue
 		}
-		r := recording{d: todo[i], trigger: TriggerScheduled, a: *a}
+		r := recording{d: todo[i], trigger: trigger, a: *a}
 		if !a.result.succeeded() {
 			// Its retry goes to a job of the delivery's own, inserted in
 			// the transaction that records the attempt.
-			r.retry = retryAlone(todo[i])
+			r.retry = retryAlone(todo[i], trigger)
 		}
 		sent = append(sent, r)
 	}
@@ -137,16 +145,17 @@ func (b *BatchWorker) Work(ctx context.Context, job *river.Job[BatchArgs]) (err 
 		return w.deferJob(ctx, job.JobRow, fault, "endpoint", endpoint, "deliveries", len(unsent))
 	}
 	if len(unsent) > 0 {
-		return w.handOff(ctx, unsent)
+		return w.handOff(ctx, unsent, trigger, generation)
 	}
 	return nil
 }
 
-// ownedByBatch reports whether d still belongs to the batch job the fan-out
-// created it with: pending, never requeued, never attempted, not handed
-// off.
-func (d *loaded) ownedByBatch() bool {
-	return d.status == deliverystatus.Pending && d.generation == 0 && d.attemptCount == 0 && d.nextAttemptAt.IsZero()
+// ownedByBatch reports whether d still belongs to the batch job of
+// generation it was created or requeued with: pending, not requeued since,
+// not attempted since, not handed off.
+func (d *loaded) ownedByBatch(generation int) bool {
+	return d.status == deliverystatus.Pending && d.generation == generation &&
+		d.attemptCount == d.attemptsBeforeRequeue && d.nextAttemptAt.IsZero()
 }
 
 // sendUntilFailure sends todo in order, lanes at a time, and returns each
@@ -184,20 +193,20 @@ func (w *Worker) sendUntilFailure(ctx context.Context, todo []loaded, lanes int)
 // delivery's next_attempt_at, as after any failed attempt: a job scheduled
 // for later would wait for River's scheduler, up to 5 s more, which would
 // blur the jitter of the short first retries.
-func retryAlone(d loaded) retryFunc {
+func retryAlone(d loaded, trigger Trigger) retryFunc {
 	return func(ctx context.Context, tx pgx.Tx) error {
 		client, err := river.ClientFromContextSafely[pgx.Tx](ctx)
 		if err != nil {
 			return err
 		}
-		_, err = client.InsertTx(ctx, tx, Args{DeliveryID: d.id, EndpointID: d.endpointID, Trigger: TriggerScheduled, Generation: d.generation}, nil)
+		_, err = client.InsertTx(ctx, tx, Args{DeliveryID: d.id, EndpointID: d.endpointID, Trigger: trigger, Generation: d.generation}, nil)
 		return err
 	}
 }
 
-// handOff gives each delivery of ds that is still its batch job's a job of
-// its own, due at once.
-func (w *Worker) handOff(ctx context.Context, ds []loaded) error {
+// handOff gives each delivery of ds that is still its batch job's (of
+// generation) a job of its own, due at once, whose attempts carry trigger.
+func (w *Worker) handOff(ctx context.Context, ds []loaded, trigger Trigger, generation int) error {
 	client, err := river.ClientFromContextSafely[pgx.Tx](ctx)
 	if err != nil {
 		return fmt.Errorf("hand off %d deliveries: %w", len(ds), err)
@@ -207,7 +216,7 @@ func (w *Worker) handOff(ctx context.Context, ds []loaded) error {
 		return fmt.Errorf("hand off %d deliveries: %w", len(ds), err)
 	}
 	defer func() { _ = tx.Rollback(context.WithoutCancel(ctx)) }()
-	rows, err := tx.Query(ctx, handOff, idsOf(ds), w.now())
+	rows, err := tx.Query(ctx, handOff, idsOf(ds), w.now(), generation)
 	if err != nil {
 		return fmt.Errorf("hand off %d deliveries: %w", len(ds), err)
 	}
@@ -220,7 +229,7 @@ func (w *Worker) handOff(ctx context.Context, ds []loaded) error {
 	}
 	jobs := make([]river.InsertManyParams, len(ids))
 	for i, id := range ids {
-		jobs[i] = river.InsertManyParams{Args: Args{DeliveryID: id, EndpointID: ds[0].endpointID, Trigger: TriggerScheduled}}
+		jobs[i] = river.InsertManyParams{Args: Args{DeliveryID: id, EndpointID: ds[0].endpointID, Trigger: trigger, Generation: generation}}
 	}
 	if _, err := client.InsertManyFastTx(ctx, tx, jobs); err != nil {
 		return fmt.Errorf("hand off %d deliveries: %w", len(ids), err)

@@ -308,3 +308,35 @@ func TestBatchKeepsItsDeliveriesThroughHeraldsFault(t *testing.T) {
 	require.Equal(t, len(ids), r.Count())
 	require.Zero(t, b.ownJobs(t, ctx, ids))
 }
+
+// Attempts are counted by the process that records them (issue 16, item
+// 4): a scrape of the dispatcher reads its counters, not the database.
+func TestRecordedAttemptsAreCountedInProcess(t *testing.T) {
+	t.Parallel()
+	b, ctx := setupStepped(t, delivery.Config{Policy: once})
+	ok := webhooktest.NewReceiver(t, webhooktest.Status(200))
+	bad := webhooktest.NewReceiver(t, webhooktest.Status(500))
+	for _, r := range []*webhooktest.Receiver{ok, bad} {
+		endpoint := b.endpoint(t, ctx, r.URL)
+		id := b.pendingDelivery(t, ctx, b.message(t, ctx), endpoint)
+		_, err := b.worker.Work(ctx, t, b.tx, delivery.Args{DeliveryID: id, EndpointID: endpoint}, nil)
+		require.NoError(t, err)
+	}
+
+	families, err := b.metrics.Gather()
+	require.NoError(t, err)
+	outcomes := map[string]float64{}
+	var observed uint64
+	for _, f := range families {
+		for _, m := range f.GetMetric() {
+			switch f.GetName() {
+			case "herald_attempts_total":
+				outcomes[m.GetLabel()[0].GetValue()] = m.GetCounter().GetValue()
+			case "herald_attempt_duration_seconds":
+				observed = m.GetHistogram().GetSampleCount()
+			}
+		}
+	}
+	require.Equal(t, map[string]float64{"succeeded": 1, "retry": 1, "exhausted": 0, "endpoint_gone": 0}, outcomes)
+	require.Equal(t, uint64(2), observed)
+}

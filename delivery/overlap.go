@@ -20,18 +20,26 @@ import (
 // running, so a delivery never has two attempts in flight at once. A job
 // that starts after the requeue sees the new generation and ends without
 // sending, so once the new job has found none running, none can start.
+// A batch job checks only when it carries a requeue (generation above 0):
+// the fan-out's batches are the first jobs their deliveries have.
 const EarlierAttemptSnooze = time.Second
 
 // checkAlone returns a snooze of EarlierAttemptSnooze while a job other
-// than job that may have an attempt of d in flight is running, and nil
-// otherwise.
-func (w *Worker) checkAlone(ctx context.Context, job *rivertype.JobRow, d *loaded) error {
+// than job that may have an attempt of one of ds in flight is running, and
+// nil otherwise.
+func (w *Worker) checkAlone(ctx context.Context, job *rivertype.JobRow, ds ...loaded) error {
+	ids := make([]string, len(ds))
+	batched := false
+	for i, d := range ds {
+		ids[i] = d.id.String()
+		batched = batched || d.attemptCount == d.attemptsBeforeRequeue
+	}
 	var running bool
-	if err := w.db.QueryRow(ctx, earlierAttemptRunning, d.id, job.ID, d.attemptCount == 0).Scan(&running); err != nil {
-		return fmt.Errorf("look for an earlier attempt of delivery %s in flight: %w", d.id, err)
+	if err := w.db.QueryRow(ctx, earlierAttemptRunning, ids, job.ID, batched).Scan(&running); err != nil {
+		return fmt.Errorf("look for an earlier attempt of %d deliveries in flight: %w", len(ds), err)
 	}
 	if running {
-		w.logger.DebugContext(ctx, "an earlier job of the delivery is still running; waiting for it", "delivery", d.id, "job", job.ID)
+		w.logger.DebugContext(ctx, "an earlier job of a delivery is still running; waiting for it", "job", job.ID, "deliveries", len(ds))
 		return river.JobSnooze(EarlierAttemptSnooze)
 	}
 	return nil

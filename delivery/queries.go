@@ -21,18 +21,19 @@ LEFT JOIN LATERAL (
 WHERE d.id = ANY($1)`
 
 	// earlierAttemptRunning tells whether a job other than $2 that may
-	// have an attempt of delivery $1 in flight is running: a delivery job of
-	// the delivery (found through river_job_live_delivery) or, when $3 (the
-	// delivery has never been attempted), a batch job holding it (among the
+	// have an attempt of one of the deliveries $1 (as text) in flight is
+	// running: a delivery job of one of them (found through
+	// river_job_live_delivery) or, when $3 (one of them may belong to a
+	// batch job: see ownedByBatch), a batch job holding one (among the
 	// running jobs, as many as there are workers, through River's fetching
 	// index).
 	earlierAttemptRunning = `SELECT EXISTS (
     SELECT FROM herald.river_job j
-    WHERE j.args->>'delivery_id' = $1::text AND j.kind = '` + Kind + `' AND j.finalized_at IS NULL
+    WHERE j.args->>'delivery_id' = ANY($1::text[]) AND j.kind = '` + Kind + `' AND j.finalized_at IS NULL
       AND j.state = 'running' AND j.id <> $2
 ) OR ($3 AND EXISTS (
     SELECT FROM herald.river_job j
-    WHERE j.state = 'running' AND j.kind = '` + BatchKind + `' AND j.args->'delivery_ids' ? $1::text
+    WHERE j.state = 'running' AND j.kind = '` + BatchKind + `' AND j.id <> $2 AND j.args->'delivery_ids' ?| $1::text[]
 ))`
 
 	// cancelDelivery stops a pending delivery of generation $3 whose
@@ -43,18 +44,19 @@ SET status = 'cancelled', next_attempt_at = NULL, completed_at = $2, updated_at 
 WHERE id = $1 AND status = 'pending' AND generation = $3`
 
 	// cancelDeliveries stops the pending deliveries $1 of a disabled
-	// endpoint that still belong to their batch job (never requeued).
+	// endpoint that still belong to their batch job of generation $3.
 	cancelDeliveries = `UPDATE herald.deliveries
 SET status = 'cancelled', next_attempt_at = NULL, completed_at = $2, updated_at = now()
-WHERE id = ANY($1) AND status = 'pending' AND generation = 0`
+WHERE id = ANY($1) AND status = 'pending' AND generation = $3`
 
 	// handOff marks the deliveries $1 that still belong to their batch job
-	// (never requeued, never attempted, no next attempt set) as due at $2,
-	// which makes them the business of the jobs inserted with them, and
-	// returns them.
+	// of generation $3 (not requeued since, not attempted since, no next
+	// attempt set) as due at $2, which makes them the business of the jobs
+	// inserted with them, and returns them.
 	handOff = `UPDATE herald.deliveries
 SET next_attempt_at = $2, updated_at = now()
-WHERE id = ANY($1) AND status = 'pending' AND generation = 0 AND attempt_count = 0 AND next_attempt_at IS NULL
+WHERE id = ANY($1) AND status = 'pending' AND generation = $3 AND attempt_count = attempts_before_requeue
+  AND next_attempt_at IS NULL
 RETURNING id`
 
 	// reloadProgress reads what deciding an attempt's outcome depends on.

@@ -12,11 +12,14 @@ import (
 	"github.com/google/uuid"
 	"github.com/jackc/pgx/v5"
 	"github.com/riverqueue/river"
+	"github.com/riverqueue/river/riverdriver/riverpgxv5"
+	"github.com/riverqueue/river/rivertest"
 	"github.com/riverqueue/river/rivertype"
 	"github.com/stretchr/testify/require"
 
 	"github.com/heraldhq/herald/delivery"
 	"github.com/heraldhq/herald/internal/webhooktest"
+	"github.com/heraldhq/herald/migrations"
 	"github.com/heraldhq/herald/replay"
 	"github.com/heraldhq/herald/schedule"
 	"github.com/heraldhq/herald/signing"
@@ -54,16 +57,31 @@ func (b *testBundle) requeue(t *testing.T, ctx context.Context, jobs replay.Inse
 	}
 }
 
-// requeuedJob returns the newest job of the delivery that is ready to run:
-// the one a requeue inserted.
-func (b *steppedBundle) requeuedJob(t *testing.T, ctx context.Context, id uuid.UUID) *rivertype.JobRow {
+// workRequeued works the newest job of the delivery that is ready to run,
+// the one a requeue inserted: an Args job for a resend, a batch job for a
+// replay.
+func (b *steppedBundle) workRequeued(t *testing.T, ctx context.Context, id uuid.UUID) (*rivertest.WorkResult, error) {
 	t.Helper()
 	var jobID int64
 	require.NoError(t, b.pool.QueryRow(ctx, `SELECT id FROM herald.river_job
-WHERE kind = $1 AND (args->>'delivery_id')::uuid = $2 AND state = 'available' ORDER BY id DESC LIMIT 1`, delivery.Kind, id).Scan(&jobID))
+WHERE ((kind = $1 AND (args->>'delivery_id')::uuid = $3) OR (kind = $2 AND args->'delivery_ids' ? $3::text))
+  AND state = 'available' ORDER BY id DESC LIMIT 1`, delivery.Kind, delivery.BatchKind, id).Scan(&jobID))
 	job, err := b.jobs.JobGet(ctx, jobID)
 	require.NoError(t, err)
-	return job
+	if job.Kind == delivery.BatchKind {
+		return b.batch.WorkJob(ctx, t, b.tx, job)
+	}
+	return b.worker.WorkJob(ctx, t, b.tx, job)
+}
+
+// jobsOf counts the delivery jobs, single or batch, that carry id.
+func (b *testBundle) jobsOf(t *testing.T, ctx context.Context, id uuid.UUID) int {
+	t.Helper()
+	var n int
+	require.NoError(t, b.pool.QueryRow(ctx, `SELECT count(*) FROM herald.river_job
+WHERE (kind = $1 AND (args->>'delivery_id')::uuid = $3) OR (kind = $2 AND args->'delivery_ids' ? $3::text)`,
+		delivery.Kind, delivery.BatchKind, id).Scan(&n))
+	return n
 }
 
 func (b *testBundle) triggers(t *testing.T, ctx context.Context, id uuid.UUID) []string {
@@ -110,10 +128,10 @@ func TestRequeueFencesOutTheSleepingJob(t *testing.T) {
 			require.Equal(t, river.EventKindJobCompleted, woken.EventKind, "the old job ends")
 			require.Len(t, b.attempts(t, ctx, id), 1)
 
-			result, err := b.worker.WorkJob(ctx, t, b.tx, b.requeuedJob(t, ctx, id))
+			result, err := b.workRequeued(t, ctx, id)
 			require.NoError(t, err)
 			require.Equal(t, river.EventKindJobCompleted, result.EventKind)
-			require.Equal(t, 3, r.Count(), "the requeue's job sent it once")
+			require.Len(t, b.attempts(t, ctx, id), 2, "the requeue's job sent it once")
 			d := b.delivery(t, ctx, id)
 			require.Equal(t, "succeeded", d.Status)
 			require.Equal(t, 2, d.AttemptCount)
@@ -149,11 +167,11 @@ func TestRequeueTakesTheDeliveryFromItsBatchJob(t *testing.T) {
 			require.NoError(t, err)
 			require.Equal(t, 1, r.Count(), "the batch job must not send the requeued delivery")
 			require.Equal(t, river.EventKindJobCompleted, result.EventKind)
-			require.Equal(t, 1, b.ownJobs(t, ctx, []uuid.UUID{id}), "nor hand it off: the requeue's job is its only one")
+			require.Equal(t, 1, b.jobsOf(t, ctx, id), "nor hand it off: the requeue's job is its only one")
 
-			_, err = b.worker.WorkJob(ctx, t, b.tx, b.requeuedJob(t, ctx, id))
+			_, err = b.workRequeued(t, ctx, id)
 			require.NoError(t, err)
-			require.Equal(t, 2, r.Count())
+			require.Len(t, b.attempts(t, ctx, id), 1, "the requeue's job sent it")
 			require.Equal(t, "succeeded", b.delivery(t, ctx, id).Status)
 			require.Equal(t, []string{triggerOf(how)}, b.triggers(t, ctx, id))
 		})
@@ -251,9 +269,14 @@ func TestRequeueStartsTheScheduleAgain(t *testing.T) {
 			require.Greater(t, spent.AttemptCount, 15)
 
 			b.requeue(t, ctx, b.jobs, how, message, endpoint)
-			result, err = b.worker.WorkJob(ctx, t, b.tx, b.requeuedJob(t, ctx, id))
+			result, err = b.workRequeued(t, ctx, id)
 			require.NoError(t, err)
-			require.Equal(t, river.EventKindJobSnoozed, result.EventKind, "the requeued delivery failed and will be retried")
+			if how == "replay" {
+				require.Equal(t, river.EventKindJobCompleted, result.EventKind, "the replay's batch job handed the retry to a job of the delivery's own")
+				require.Equal(t, 1, b.ownJobs(t, ctx, []uuid.UUID{id}), "a job of its own for the retry")
+			} else {
+				require.Equal(t, river.EventKindJobSnoozed, result.EventKind, "the requeued delivery failed and will be retried")
+			}
 			d := b.delivery(t, ctx, id)
 			require.Equal(t, "pending", d.Status)
 			require.Equal(t, spent.AttemptCount+1, d.AttemptCount, "attempt_count counts every attempt")
@@ -287,7 +310,7 @@ func TestResendOfPendingDeliveryTriesNow(t *testing.T) {
 	d := b.delivery(t, ctx, id)
 	require.Equal(t, "pending", d.Status)
 	require.False(t, d.NextAttemptAt.After(time.Now()), "the next attempt is due now")
-	result, err := b.worker.WorkJob(ctx, t, b.tx, b.requeuedJob(t, ctx, id))
+	result, err := b.workRequeued(t, ctx, id)
 	require.NoError(t, err)
 	require.Equal(t, river.EventKindJobCompleted, result.EventKind)
 	require.Equal(t, 2, r.Count(), "the resend was sent at once")
@@ -302,21 +325,31 @@ func TestResendOfPendingDeliveryTriesNow(t *testing.T) {
 }
 
 // A resend while the delivery's attempt is in flight, from a delivery job
-// or from a batch job making first attempts: the resend's job waits for that
-// attempt to end before it sends, so the receiver never has two requests of
-// one delivery at once. The first attempt's job records nothing (its
-// delivery moved to the next generation meanwhile); the resend's job sends
-// the delivery and records it. The receiver got two requests with one
-// webhook-id, one after the other, which it dedupes.
-func TestResendDuringAnAttemptWaitsForIt(t *testing.T) {
+// or from a batch job making first attempts, and a replay of a delivery
+// cancelled while its attempt was in flight (its endpoint disabled and
+// enabled again meanwhile): the requeue's job waits for that attempt to end
+// before it sends, so the receiver never has two requests of one delivery
+// at once. The first attempt's job records nothing (its delivery moved to
+// the next generation meanwhile); the requeue's job sends the delivery and
+// records it. The receiver got two requests with one webhook-id, one after
+// the other, which it dedupes.
+func TestRequeueDuringAnAttemptWaitsForIt(t *testing.T) {
 	t.Parallel()
-	for _, kind := range []string{"delivery job", "batch job"} {
-		t.Run(kind, func(t *testing.T) {
+	for _, c := range []struct{ name, how, job string }{
+		{"resend from a delivery job", "resend", "delivery"},
+		{"resend from a batch job", "resend", "batch"},
+		{"replay of a cancelled delivery", "replay", "delivery"},
+	} {
+		t.Run(c.name, func(t *testing.T) {
 			t.Parallel()
 			b, ctx := setup(t, delivery.Config{Policy: fast})
+			// Queues the replay's job, which no worker here runs: the test
+			// walks the replay itself.
+			jobs, err := river.NewClient(riverpgxv5.New(b.pool), &river.Config{Schema: migrations.Schema})
+			require.NoError(t, err)
 			message := b.message(t, ctx)
 			var (
-				endpoint       uuid.UUID
+				endpoint, id   uuid.UUID
 				mu             sync.Mutex
 				inFlight, most int
 			)
@@ -331,36 +364,38 @@ func TestResendDuringAnAttemptWaitsForIt(t *testing.T) {
 					mu.Unlock()
 				}()
 				if n == 1 {
-					err := pgx.BeginFunc(ctx, b.pool, func(tx pgx.Tx) error {
-						_, err := replay.ResendTx(ctx, tx, b.client, message, endpoint)
-						return err
-					})
-					if err != nil {
-						t.Errorf("resend during the attempt: %v", err)
+					if c.how == "replay" {
+						// As a 410 to another delivery does: the endpoint
+						// disabled, its pending deliveries cancelled; then
+						// enabled again by its owner.
+						if _, err := b.pool.Exec(ctx, "UPDATE herald.deliveries SET status = 'cancelled', completed_at = now() WHERE id = $1", id); err != nil {
+							t.Errorf("cancel the delivery: %v", err)
+						}
 					}
-					// Long enough for the resend's job to start and send,
+					b.requeue(t, ctx, jobs, c.how, message, endpoint)
+					// Long enough for the requeue's job to start and send,
 					// were it not to wait.
 					time.Sleep(1500 * time.Millisecond)
 				}
 				w.WriteHeader(http.StatusOK)
 			})
 			endpoint = b.endpoint(t, ctx, r.URL)
-			id := b.pendingDelivery(t, ctx, message, endpoint)
+			id = b.pendingDelivery(t, ctx, message, endpoint)
 			var args river.JobArgs = delivery.Args{DeliveryID: id, EndpointID: endpoint}
-			if kind == "batch job" {
+			if c.job == "batch" {
 				args = delivery.BatchArgs{EndpointID: endpoint, DeliveryIDs: []uuid.UUID{id}}
 			}
-			_, err := b.client.Insert(ctx, args, nil)
+			_, err = b.client.Insert(ctx, args, nil)
 			require.NoError(t, err)
 
 			d := b.waitStatus(t, ctx, id, "succeeded")
 			require.Eventually(t, func() bool { return r.Count() >= 2 }, 20*time.Second, 20*time.Millisecond)
-			require.Equal(t, 1, d.AttemptCount, "only the resend's attempt is recorded")
-			require.Equal(t, []string{"manual"}, b.triggers(t, ctx, id))
+			require.Equal(t, 1, d.AttemptCount, "only the requeue's attempt is recorded")
+			require.Equal(t, []string{triggerOf(c.how)}, b.triggers(t, ctx, id))
 			require.Equal(t, 2, r.Count())
 			mu.Lock()
 			defer mu.Unlock()
-			require.Equal(t, 1, most, "the resend's attempt went out while the first was in flight")
+			require.Equal(t, 1, most, "the requeue's attempt went out while the first was in flight")
 		})
 	}
 }

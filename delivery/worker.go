@@ -142,8 +142,9 @@ type Config struct {
 	// charging nothing to their endpoints. Defaults to nil: Now is trusted.
 	// The dispatcher sets it to its comparison with Postgres's clock.
 	Clock ClockGuard
-	// Registerer receives the worker's metric, herald_dispatcher_faults_total
-	// (see Fault). Defaults to nil: the metric is kept but not exposed.
+	// Registerer receives the worker's metrics: herald_dispatcher_faults_total
+	// (see Fault), herald_attempts_total and herald_attempt_duration_seconds
+	// (see attemptMetrics). Defaults to nil: they are kept but not exposed.
 	Registerer prometheus.Registerer
 	// Logger receives the worker's logs. Defaults to slog.Default().
 	Logger *slog.Logger
@@ -194,6 +195,7 @@ type Worker struct {
 	now           func() time.Time
 	clock         ClockGuard
 	faults        *prometheus.CounterVec
+	metrics       *attemptMetrics
 	faultLog      faultLog
 	loads         *batcher.Batcher[uuid.UUID, *loaded]
 	successes     *batcher.Batcher[recording, applied]
@@ -215,6 +217,10 @@ func NewWorker(cfg Config) (*Worker, error) {
 	faults, err := newFaultCounter(cfg.Registerer)
 	if err != nil {
 		return nil, fmt.Errorf("delivery worker: register its metric: %w", err)
+	}
+	metrics, err := newAttemptMetrics(cfg.Registerer)
+	if err != nil {
+		return nil, fmt.Errorf("delivery worker: register its metrics: %w", err)
 	}
 	maxInflight := cmp.Or(cfg.MaxInflightPerEndpoint, DefaultMaxInflightPerEndpoint)
 	transport := cfg.Transport
@@ -244,6 +250,7 @@ func NewWorker(cfg Config) (*Worker, error) {
 		now:         cfg.Now,
 		clock:       cfg.Clock,
 		faults:      faults,
+		metrics:     metrics,
 	}
 	if w.now == nil {
 		w.now = time.Now
@@ -309,7 +316,7 @@ func (w *Worker) Work(ctx context.Context, job *river.Job[Args]) (err error) {
 	if d.generation != job.Args.Generation || d.status != deliverystatus.Pending {
 		return nil
 	}
-	if err := w.checkAlone(ctx, job.JobRow, &d); err != nil {
+	if err := w.checkAlone(ctx, job.JobRow, d); err != nil {
 		return err
 	}
 	now := w.now()

@@ -520,3 +520,38 @@ func TestGetAttempt(t *testing.T) {
 	_, err = deliverylog.GetAttempt(b.ctx, b.pool, "globex", id)
 	require.ErrorIs(t, err, deliverylog.ErrNotFound, "another tenant's attempt")
 }
+
+// A filtered page reads at most ScanBudget messages (issue 16, item 3): when
+// the one match lies further back, the first page is empty and names where
+// it stopped, and paging on finds the match.
+func TestListMessagesFilteredPageEndsAtScanBudget(t *testing.T) {
+	t.Parallel()
+	b := setup(t)
+	ep := b.endpoint(t, "acme", "https://acme.example/hook")
+	oldest := b.message(t, "acme", "invoice.paid", t0)
+	failed := b.delivery(t, oldest, ep, deliverystatus.Failed)
+	b.exec(t, `INSERT INTO herald.messages (id, tenant_id, event_type, object_id, object_version, body, created_at)
+SELECT herald.uuid_v7($1::timestamptz + make_interval(secs => i)), 'acme', 'invoice.paid', 'inv', i, '{}', $1::timestamptz + make_interval(secs => i)
+FROM generate_series(1, $2::int) i`, t0, deliverylog.ScanBudget+10)
+
+	req := page.Request{}
+	var pages, found int
+	for {
+		p, err := deliverylog.ListMessages(b.ctx, b.pool, "acme", deliverylog.MessageFilter{Status: deliverystatus.Failed}, req)
+		require.NoError(t, err)
+		pages++
+		for _, m := range p.Items {
+			require.Equal(t, oldest, m.ID, "only the oldest message has a failed delivery (%s)", failed)
+			found++
+		}
+		if p.Next == nil {
+			break
+		}
+		if pages == 1 {
+			require.Empty(t, p.Items, "the first page reads the newest ScanBudget messages, none of them a match")
+		}
+		req.After = p.Next
+	}
+	require.Equal(t, 1, found)
+	require.Equal(t, 2, pages)
+}

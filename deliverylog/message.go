@@ -59,46 +59,74 @@ type MessageFilter struct {
 	Since, Until *time.Time
 }
 
+// ScanBudget is how many messages one page of a filtered message list
+// reads at most. A filter on event type, delivery status or endpoint is
+// checked message by message, newest first; a page that read this many
+// without filling up ends early, with fewer rows than asked for (none,
+// perhaps) and a Next cursor where the reading stopped. So a page costs the
+// same whatever the history holds, and a client pages on while Next is set.
+const ScanBudget = 2_000
+
 // ListMessages returns a page of tenantID's messages that pass f, newest
-// first, with their payloads and delivery counts.
+// first, with their payloads and delivery counts. A filtered page may end
+// early; see ScanBudget.
 func ListMessages(ctx context.Context, db DB, tenantID string, f MessageFilter, req page.Request) (page.Page[Message], error) {
+	return listMessagesWith(ctx, db, listMessages, tenantID, f, req, scanMessage, Message.cursor)
+}
+
+// listMessagesWith runs query, listMessages or listMessageSummaries.
+func listMessagesWith[T any](ctx context.Context, db DB, query, tenantID string, f MessageFilter, req page.Request, scan pgx.RowToFunc[T], key func(T) page.Cursor) (page.Page[T], error) {
 	afterTime, afterID, err := after(req)
 	if err != nil {
-		return page.Page[Message]{}, err
+		return page.Page[T]{}, err
 	}
-	rows, err := db.Query(ctx, listMessages, tenantID, orNull(f.EventType), orNull(f.Status), f.EndpointID,
-		f.Since, f.Until, afterTime, afterID, req.Size()+1)
+	args := []any{tenantID, orNull(f.EventType), orNull(f.Status), f.EndpointID, f.Since, f.Until, afterTime, afterID, req.Size() + 1, ScanBudget}
+	rows, err := db.Query(ctx, query, args...)
 	if err != nil {
-		return page.Page[Message]{}, fmt.Errorf("list messages: %w", err)
+		return page.Page[T]{}, fmt.Errorf("list messages: %w", err)
 	}
-	messages, err := pgx.CollectRows(rows, scanMessage)
+	messages, err := pgx.CollectRows(rows, scan)
 	if err != nil {
-		return page.Page[Message]{}, fmt.Errorf("list messages: %w", err)
+		return page.Page[T]{}, fmt.Errorf("list messages: %w", err)
 	}
-	return page.Trim(req, messages, Message.cursor), nil
+	pg := page.Trim(req, messages, key)
+	if pg.Next != nil || !f.filtersEach() {
+		return pg, nil
+	}
+	// A short page of a filtered list: the walk may have stopped at the
+	// budget before the history's end.
+	rows, err = db.Query(ctx, walkEnd, tenantID, f.Since, f.Until, afterTime, afterID, ScanBudget)
+	if err != nil {
+		return page.Page[T]{}, fmt.Errorf("list messages: %w", err)
+	}
+	ends, err := pgx.CollectRows(rows, pgx.RowToStructByPos[struct {
+		At time.Time
+		ID uuid.UUID
+	}])
+	if err != nil {
+		return page.Page[T]{}, fmt.Errorf("list messages: %w", err)
+	}
+	if len(ends) == 1 {
+		pg.Next = &page.Cursor{CreatedAt: ends[0].At, ID: ends[0].ID.String()}
+	}
+	return pg, nil
+}
+
+// filtersEach reports whether f keeps messages by checking each one, so
+// that a page may end at ScanBudget.
+func (f MessageFilter) filtersEach() bool {
+	return f.EventType != "" || f.Status != "" || f.EndpointID != nil
 }
 
 // ListMessageSummaries is ListMessages without the payloads and delivery
-// counts, for a list that shows neither: a payload may be 256 KiB.
+// counts, for a list that shows neither: a payload may be 256 KiB. A
+// filtered page may end early; see ScanBudget.
 func ListMessageSummaries(ctx context.Context, db DB, tenantID string, f MessageFilter, req page.Request) (page.Page[MessageSummary], error) {
-	afterTime, afterID, err := after(req)
-	if err != nil {
-		return page.Page[MessageSummary]{}, err
-	}
-	rows, err := db.Query(ctx, listMessageSummaries, tenantID, orNull(f.EventType), orNull(f.Status), f.EndpointID,
-		f.Since, f.Until, afterTime, afterID, req.Size()+1)
-	if err != nil {
-		return page.Page[MessageSummary]{}, fmt.Errorf("list messages: %w", err)
-	}
-	messages, err := pgx.CollectRows(rows, func(row pgx.CollectableRow) (MessageSummary, error) {
+	return listMessagesWith(ctx, db, listMessageSummaries, tenantID, f, req, func(row pgx.CollectableRow) (MessageSummary, error) {
 		var m MessageSummary
 		err := row.Scan(m.fields()...)
 		return m, err
-	})
-	if err != nil {
-		return page.Page[MessageSummary]{}, fmt.Errorf("list messages: %w", err)
-	}
-	return page.Trim(req, messages, MessageSummary.cursor), nil
+	}, MessageSummary.cursor)
 }
 
 // GetMessage returns tenantID's message id, or an error wrapping

@@ -10,25 +10,51 @@ const (
 	messageCounts = `(SELECT coalesce(jsonb_object_agg(status, n), '{}') FROM (
      SELECT d.status, count(*) AS n FROM herald.deliveries d WHERE d.message_id = m.id GROUP BY d.status) AS counts)`
 
-	// messageFilter keeps a tenant's messages, optionally of one event
-	// type, with a delivery in a status and/or to an endpoint, and created
-	// in [since, until), older than the cursor. It walks
-	// messages_tenant_created backwards from the cursor; the delivery
-	// filter looks each message's deliveries up by key.
-	messageFilter = `
-FROM herald.messages m
+	// messageWalk is the walk of a message list: up to $10 (ScanBudget) of
+	// the tenant's messages created in [since, until) ($5, $6; NULL leaves
+	// that end open), older than the cursor ($7, $8), newest first, along
+	// messages_tenant_created. The open ends and the missing cursor are
+	// coalesced rather than tested for NULL, so that a generic plan too
+	// has them as index conditions.
+	messageWalk = `
+SELECT m.* FROM herald.messages m
 WHERE m.tenant_id = $1
-  AND ($2::text IS NULL OR m.event_type = $2)
-  AND (($3::text IS NULL AND $4::uuid IS NULL) OR EXISTS (
-        SELECT 1 FROM herald.deliveries d
-        WHERE d.message_id = m.id
-          AND ($3::text IS NULL OR d.status = $3)
-          AND ($4::uuid IS NULL OR d.endpoint_id = $4)))
-  AND ($5::timestamptz IS NULL OR m.created_at >= $5)
-  AND ($6::timestamptz IS NULL OR m.created_at < $6)
-  AND ($7::timestamptz IS NULL OR (m.created_at, m.id) < ($7, $8::uuid))
+  AND m.created_at >= coalesce($5::timestamptz, '-infinity')
+  AND m.created_at < coalesce($6::timestamptz, 'infinity')
+  AND (m.created_at, m.id) < (coalesce($7::timestamptz, 'infinity'), coalesce($8::uuid, 'ffffffff-ffff-ffff-ffff-ffffffffffff'))
+ORDER BY m.created_at DESC, m.id DESC
+LIMIT $10`
+
+	// messageFilter keeps the walked messages of one event type ($2), with
+	// a delivery in a status ($3) and/or to an endpoint ($4), at most $9
+	// of them: the delivery filter is one lookup by the (message_id,
+	// endpoint_id) key per walked message. It is a lateral join, not
+	// EXISTS, which the planner may turn into one hashed scan of every
+	// delivery of that status or endpoint.
+	messageFilter = `
+FROM (` + messageWalk + `) m
+LEFT JOIN LATERAL (
+    SELECT true AS hit FROM herald.deliveries d
+    WHERE d.message_id = m.id
+      AND ($3::text IS NULL OR d.status = $3)
+      AND ($4::uuid IS NULL OR d.endpoint_id = $4)
+    LIMIT 1) f ON $3::text IS NOT NULL OR $4::uuid IS NOT NULL
+WHERE ($2::text IS NULL OR m.event_type = $2)
+  AND (($3::text IS NULL AND $4::uuid IS NULL) OR f.hit)
 ORDER BY m.created_at DESC, m.id DESC
 LIMIT $9`
+
+	// walkEnd is the last message the walk of a list (messageWalk, here
+	// with parameters of its own: tenant, since, until, cursor, budget)
+	// reads: the ($6)th, if there are that many.
+	walkEnd = `
+SELECT m.created_at, m.id FROM herald.messages m
+WHERE m.tenant_id = $1
+  AND m.created_at >= coalesce($2::timestamptz, '-infinity')
+  AND m.created_at < coalesce($3::timestamptz, 'infinity')
+  AND (m.created_at, m.id) < (coalesce($4::timestamptz, 'infinity'), coalesce($5::uuid, 'ffffffff-ffff-ffff-ffff-ffffffffffff'))
+ORDER BY m.created_at DESC, m.id DESC
+OFFSET $6 - 1 LIMIT 1`
 
 	listMessages = `SELECT ` + messageColumns + `, m.body, ` + messageCounts + messageFilter
 
@@ -82,22 +108,21 @@ WHERE d.tenant_id = $1 AND d.id = $2`
 	attemptColumns = attemptSummaryColumns + `, a.request_headers, a.response_excerpt`
 
 	// attemptPage keeps attempts that started in [$3, $4), older than the
-	// cursor ($5, $6), newest first, at most $7.
+	// cursor ($5, $6), newest first, at most $7; coalesced as in
+	// messageWalk.
 	attemptPage = `
-  AND ($3::timestamptz IS NULL OR a.started_at >= $3)
-  AND ($4::timestamptz IS NULL OR a.started_at < $4)
-  AND ($5::timestamptz IS NULL OR (a.started_at, a.id) < ($5, $6::uuid))
+  AND a.started_at >= coalesce($3::timestamptz, '-infinity')
+  AND a.started_at < coalesce($4::timestamptz, 'infinity')
+  AND (a.started_at, a.id) < (coalesce($5::timestamptz, 'infinity'), coalesce($6::uuid, 'ffffffff-ffff-ffff-ffff-ffffffffffff'))
 ORDER BY a.started_at DESC, a.id DESC
 LIMIT $7`
 
-	// attempts has no index on message_id: a message's attempts are found
-	// through its deliveries (the (message_id, endpoint_id) key), then each
-	// delivery's through attempts_delivery. An attempt's message is its
-	// delivery's.
+	// messageAttempts finds a message's attempts through attempts_message;
+	// the tenant check is the message's, by primary key.
 	messageAttempts = `
 FROM herald.attempts a
-JOIN herald.deliveries d ON d.id = a.delivery_id
-WHERE d.tenant_id = $1 AND d.message_id = $2`
+WHERE a.message_id = $2
+  AND EXISTS (SELECT 1 FROM herald.messages m WHERE m.id = $2 AND m.tenant_id = $1)`
 
 	listMessageAttempts = `
 SELECT ` + attemptColumns + messageAttempts + attemptPage

@@ -112,29 +112,20 @@ func (l *listener) close(ctx context.Context) {
 }
 
 // drainAndWait alternates draining and waiting on l until ctx ends or
-// the connection fails.
-//
-// Publishers notify only when no publish has notified in the last 100 ms
-// (herald.wake_dispatcher, migrations/0009_outbox_wakeups.sql): a
-// notification serialises committing transactions cluster-wide. So once
-// woken, the fan-out stays awake for linger after the last notification or
-// message, draining every lingerPoll; then it waits for a notification
-// again, or PollInterval.
+// the connection fails. When to drain is the wakeSchedule's: at once
+// after a notification, once more when the publishes it silenced have
+// committed, and every PollInterval otherwise. Nothing polls faster, so an
+// idle fan-out costs one empty transaction per PollInterval.
 func (d *Dispatcher) drainAndWait(ctx context.Context, l *listener) {
-	var awakeUntil time.Time
+	w := wakeSchedule{poll: d.pollInterval}
 	for {
 		// Subscribed before draining, so a publish committed while a batch
 		// runs still wakes the next wait.
-		if d.drain(ctx) > 0 {
-			awakeUntil = time.Now().Add(linger)
-		}
-		wait := d.pollInterval
-		if time.Now().Before(awakeUntil) {
-			wait = lingerPoll
-		}
-		notified, err := l.wait(ctx, wait)
+		d.drain(ctx)
+		w.drained(time.Now())
+		notified, err := l.wait(ctx, w.wait(time.Now()))
 		if notified {
-			awakeUntil = time.Now().Add(linger)
+			w.notified(time.Now())
 			// One drain claims every message committed before it starts,
 			// so a burst of publishes needs one drain, not one each.
 			_, err = takeBurst(ctx, l.conn, d.batchSize, burstGap)
@@ -149,17 +140,50 @@ func (d *Dispatcher) drainAndWait(ctx context.Context, l *listener) {
 	}
 }
 
-// The fan-out's wakefulness. linger must exceed the 100 ms within which
-// publishers notify at most once, so that a publish that did not notify
-// always finds the fan-out awake.
-const (
-	// linger is how long the fan-out stays awake after the last
-	// notification or message.
-	linger = 500 * time.Millisecond
-	// lingerPoll is how often it drains while awake: the most a message
-	// waits for its fan-out while publishers are active.
-	lingerPoll = 5 * time.Millisecond
-)
+// followUpMargin is how long after the end of outbox.NotifyWindow the
+// follow-up drain waits: a publish that decided not to notify has still to
+// commit.
+const followUpMargin = 10 * time.Millisecond
+
+// wakeSchedule says when the fan-out drains next. Publishers notify only
+// when no publish has notified in the last outbox.NotifyWindow
+// (herald.wake_dispatcher): a notification serialises committing
+// transactions cluster-wide. So the publishes that follow a notification
+// within the window notify nobody, and a notification calls for two
+// drains: one at once, and a follow-up NotifyWindow + followUpMargin after
+// it, by which time those publishes have committed. A notification before
+// the follow-up is due moves it on; later publishes notify for themselves.
+// Without notifications the fan-out drains every poll, which also finds a
+// message whose producer held its transaction open past the follow-up.
+type wakeSchedule struct {
+	poll time.Duration
+	// followUp is when the follow-up drain is due; zero when none is.
+	followUp  time.Time
+	lastDrain time.Time
+}
+
+// notified records a notification that arrived at now.
+func (w *wakeSchedule) notified(now time.Time) {
+	w.followUp = now.Add(outbox.NotifyWindow + followUpMargin)
+}
+
+// drained records a drain that ended at now.
+func (w *wakeSchedule) drained(now time.Time) {
+	w.lastDrain = now
+	if !w.followUp.IsZero() && !now.Before(w.followUp) {
+		w.followUp = time.Time{}
+	}
+}
+
+// wait is how long from now the fan-out may wait for a notification
+// before it drains again.
+func (w *wakeSchedule) wait(now time.Time) time.Duration {
+	next := w.lastDrain.Add(w.poll)
+	if !w.followUp.IsZero() && w.followUp.Before(next) {
+		next = w.followUp
+	}
+	return max(next.Sub(now), 0)
+}
 
 // burstGap is how soon after a notification the next must arrive to count
 // as part of the same burst.

@@ -87,3 +87,33 @@ func TestListenerNoticesASilentConnection(t *testing.T) {
 	bound := listenerPingInterval + listenerTimeout + 10*time.Second // 10 s for a loaded machine
 	require.Less(t, time.Since(start), bound)
 }
+
+// The fan-out drains at a notification, once more a window and a margin
+// later for the publishes the notification silenced, and otherwise only
+// every poll: nothing polls fast while publishes keep coming.
+func TestWakeScheduleDrainsAtNotificationsAndAfterTheirWindow(t *testing.T) {
+	t.Parallel()
+	t0 := time.Date(2026, 12, 3, 12, 0, 0, 0, time.UTC)
+	at := func(d time.Duration) time.Time { return t0.Add(d) }
+	followUp := outbox.NotifyWindow + followUpMargin
+	w := wakeSchedule{poll: time.Second}
+
+	w.drained(at(0))
+	require.Equal(t, time.Second, w.wait(at(0)), "idle: the next drain is a poll away")
+	require.Equal(t, 400*time.Millisecond, w.wait(at(600*time.Millisecond)))
+
+	w.notified(at(time.Second))
+	w.drained(at(time.Second + time.Millisecond))
+	require.Equal(t, followUp-time.Millisecond, w.wait(at(time.Second+time.Millisecond)), "the follow-up is due a window and a margin after the notification")
+
+	// Another notification before the follow-up moves it on.
+	w.notified(at(time.Second + 15*time.Millisecond))
+	w.drained(at(time.Second + 16*time.Millisecond))
+	require.Equal(t, followUp-time.Millisecond, w.wait(at(time.Second+16*time.Millisecond)))
+
+	// The follow-up drain ends it; the poll is next.
+	end := time.Second + 15*time.Millisecond + followUp
+	w.drained(at(end))
+	require.Equal(t, time.Second, w.wait(at(end)))
+	require.Zero(t, w.wait(at(end+2*time.Second)), "an overdue poll drains at once")
+}

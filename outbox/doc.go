@@ -18,7 +18,12 @@
 //	SELECT * FROM herald.publish('acme', 'invoice.paid', 'inv_123', '{"amount": 4200}');
 //
 // A committed publish wakes the dispatcher with a NOTIFY on [NotifyChannel]
-// unless another publish did in the last 100 ms (the dispatcher stays awake
-// while messages keep coming; see herald.wake_dispatcher); nothing is sent
+// unless another publish did within [NotifyWindow] (the dispatcher drains
+// once more after the window; see herald.wake_dispatcher); nothing is sent
 // for a transaction that rolls back.
+//
+// [PublishMany] publishes up to [MaxBatch] events in one statement, all or
+// nothing; from SQL, herald.publish_many does the same:
+//
+//	SELECT * FROM herald.publish_many('acme', '[{"type": "invoice.paid", "object_id": "inv_123", "data": {}}]');
 package outbox

@@ -5,16 +5,25 @@ import (
 	"errors"
 	"fmt"
 	"strings"
+	"time"
 	"unicode/utf8"
 
 	"github.com/google/uuid"
 )
 
 // NotifyChannel is the Postgres channel a publish notifies when its
-// transaction commits, unless another publish notified in the last 100 ms.
-// The dispatcher LISTENs on it, stays awake while messages keep coming, and
-// polls as a fallback.
+// transaction commits, unless another publish notified within the last
+// NotifyWindow. The dispatcher LISTENs on it, drains once more after the
+// window to find the publishes that did not notify, and polls as a
+// fallback.
 const NotifyChannel = "herald_outbox"
+
+// NotifyWindow is how long after a publish notified NotifyChannel other
+// publishes do not: 10 ms, herald.wake_dispatcher's window
+// (migrations/0019_publish_many.sql). Notifying commits take a cluster-wide
+// lock until they are durable, so at most one publish notifies per window
+// however many commit.
+const NotifyWindow = 10 * time.Millisecond
 
 // DefaultMaxPayloadBytes is the largest serialized Data accepted by default:
 // 256 KiB. Operators change the limit with the Postgres setting
@@ -54,15 +63,21 @@ type Published struct {
 	// Version is the object's version the message carries.
 	Version int64
 	// Duplicate is true when the idempotency key had been published before;
-	// ID and Version are then the first message's.
+	// ID, Version and CreatedAt are then the first message's.
 	Duplicate bool
+	// CreatedAt is when the message was published, by Postgres's clock.
+	CreatedAt time.Time
+	// Body is the exact JSON Herald sends for the message, fixed at
+	// publish time. Nil for a duplicate.
+	Body json.RawMessage
 }
 
 // ValidationError is returned for a message that cannot be published. The
 // producer's transaction is left usable.
 type ValidationError struct {
 	// Field is the message field at fault: "tenant", "type", "object_id",
-	// "data" or "idempotency_key".
+	// "data" or "idempotency_key"; "events" for a batch of more than
+	// MaxBatch messages.
 	Field string
 	// Problem says what is wrong and how to fix it.
 	Problem string

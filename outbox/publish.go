@@ -2,8 +2,10 @@ package outbox
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
+	"time"
 
 	"github.com/google/uuid"
 	"github.com/jackc/pgx/v5"
@@ -63,6 +65,21 @@ func Publish(ctx context.Context, tx pgx.Tx, msg Message) (p Published, err erro
 	if tx == nil {
 		return Published{}, errors.New("publish: the transaction is nil; pass the producer's pgx.Tx")
 	}
+	return publishOne(ctx, tx, msg)
+}
+
+// PublishPool publishes msg on pool in one statement, which is its own
+// transaction: one round trip to Postgres. Use it for events that go with
+// no other write.
+//
+// The publish is a span as for Publish.
+func PublishPool(ctx context.Context, pool *pgxpool.Pool, msg Message) (Published, error) {
+	return publishOne(ctx, pool, msg)
+}
+
+// publishOne publishes msg in a "herald.publish" span, whose context the
+// message keeps.
+func publishOne(ctx context.Context, db querier, msg Message) (p Published, err error) {
 	ctx, span := otel.Tracer(tracerName).Start(ctx, "herald.publish",
 		trace.WithSpanKind(trace.SpanKindProducer),
 		trace.WithAttributes(
@@ -71,29 +88,16 @@ func Publish(ctx context.Context, tx pgx.Tx, msg Message) (p Published, err erro
 			attribute.String("herald.object_id", msg.ObjectID),
 		))
 	defer func() { endSpan(span, p, err) }()
-	data, err := msg.encode()
+	published, err := publishMany(ctx, db, []Message{msg})
+	var batch *BatchError
+	if errors.As(err, &batch) {
+		// One message: its problem is the message's own.
+		err = &batch.Items[0].ValidationError
+	}
 	if err != nil {
 		return Published{}, msg.wrap(err)
 	}
-	var key *string
-	if msg.IdempotencyKey != "" {
-		key = &msg.IdempotencyKey
-	}
-	var (
-		id                    uuid.NullUUID
-		version               *int64
-		duplicate             bool
-		problemField, problem *string
-	)
-	err = tx.QueryRow(ctx, tryPublish, msg.Tenant, msg.Type, msg.ObjectID, data, key, traceparent(span.SpanContext())).
-		Scan(&id, &version, &duplicate, &problemField, &problem)
-	if err != nil {
-		return Published{}, msg.wrap(err)
-	}
-	if problem != nil {
-		return Published{}, msg.wrap(&ValidationError{Field: *problemField, Problem: *problem})
-	}
-	return Published{ID: id.UUID, Version: *version, Duplicate: duplicate}, nil
+	return published[0], nil
 }
 
 // wrap puts the event type, when there is one, in front of err.
@@ -104,14 +108,87 @@ func (m Message) wrap(err error) error {
 	return fmt.Errorf("publish %q: %w", m.Type, err)
 }
 
-// PublishPool publishes msg in a transaction of its own on pool, for events
-// that go with no other write.
-func PublishPool(ctx context.Context, pool *pgxpool.Pool, msg Message) (Published, error) {
-	var p Published
-	err := pgx.BeginFunc(ctx, pool, func(tx pgx.Tx) error {
-		var err error
-		p, err = Publish(ctx, tx, msg)
-		return err
+// querier is a transaction or a pool.
+type querier interface {
+	Query(ctx context.Context, sql string, args ...any) (pgx.Rows, error)
+}
+
+// publishMany publishes msgs in one statement and returns what it
+// published, in order; see PublishMany for its errors. The messages keep
+// the span context in ctx as their traceparent.
+func publishMany(ctx context.Context, db querier, msgs []Message) ([]Published, error) {
+	if len(msgs) == 0 {
+		return nil, nil
+	}
+	if len(msgs) > MaxBatch {
+		return nil, &ValidationError{Field: "events", Problem: fmt.Sprintf("holds %d messages; at most %d (outbox.MaxBatch) are published at once, so split them", len(msgs), MaxBatch)}
+	}
+	tenant := msgs[0].Tenant
+	var (
+		types   = make([]string, len(msgs))
+		objects = make([]string, len(msgs))
+		data    = make([]string, len(msgs))
+		keys    = make([]*string, len(msgs))
+		bad     BatchError
+	)
+	for i, m := range msgs {
+		if m.Tenant != tenant {
+			bad.add(i, &ValidationError{Field: "tenant", Problem: fmt.Sprintf("is %s, not the batch's %s; publish each tenant's events in a batch of their own", quoteJSON(m.Tenant), quoteJSON(tenant))})
+			continue
+		}
+		encoded, err := m.encode()
+		var invalid *ValidationError
+		if errors.As(err, &invalid) {
+			bad.add(i, invalid)
+			continue
+		}
+		types[i], objects[i], data[i] = m.Type, m.ObjectID, encoded
+		if m.IdempotencyKey != "" {
+			keys[i] = &msgs[i].IdempotencyKey
+		}
+	}
+	if len(bad.Items) > 0 {
+		return nil, &bad
+	}
+	rows, err := db.Query(ctx, tryPublishMany, tenant, types, objects, data, keys, traceparent(trace.SpanContextFromContext(ctx)))
+	if err != nil {
+		return nil, err
+	}
+	published := make([]Published, 0, len(msgs))
+	var (
+		index                 *int32
+		id                    uuid.NullUUID
+		version               *int64
+		duplicate             bool
+		createdAt             *time.Time
+		body                  *string
+		problemField, problem *string
+		whole                 *ValidationError
+	)
+	_, err = pgx.ForEachRow(rows, []any{&index, &id, &version, &duplicate, &createdAt, &body, &problemField, &problem}, func() error {
+		switch {
+		case problem != nil && index == nil:
+			whole = &ValidationError{Field: *problemField, Problem: *problem}
+		case problem != nil:
+			bad.add(int(*index), &ValidationError{Field: *problemField, Problem: *problem})
+		default:
+			p := Published{ID: id.UUID, Version: *version, Duplicate: duplicate, CreatedAt: *createdAt}
+			if body != nil {
+				p.Body = json.RawMessage(*body)
+			}
+			published = append(published, p)
+		}
+		return nil
 	})
-	return p, err
+	switch {
+	case err != nil:
+		return nil, err
+	case whole != nil:
+		return nil, whole
+	case len(bad.Items) > 0:
+		return nil, &bad
+	case len(published) != len(msgs):
+		return nil, fmt.Errorf("herald.try_publish_many returned %d results for %d messages", len(published), len(msgs))
+	}
+	return published, nil
 }

@@ -19,6 +19,7 @@ import (
 	"github.com/jackc/pgx/v5/pgxpool"
 	"github.com/stretchr/testify/require"
 
+	"github.com/heraldhq/herald/deliverylog"
 	"github.com/heraldhq/herald/internal/auth"
 	"github.com/heraldhq/herald/internal/pgtest"
 	"github.com/heraldhq/herald/internal/secretbox"
@@ -405,4 +406,30 @@ FROM generate_series(1, 30) n`)
 	require.Contains(t, second.body, "ord_30 v1")
 	require.NotContains(t, second.body, `rel="next"`, "the last page")
 	require.Contains(t, second.body, "← Newest")
+}
+
+// A filtered page of the log that read its budget of messages without a
+// match still offers the older ones (issue 16: lists bounded by an index):
+// the match further back is one click away.
+func TestDeliveryLogEmptyFilteredPageLinksOlder(t *testing.T) {
+	t.Parallel()
+	b := setup(t)
+	b.fixture(t, "acme")
+	_, err := b.pool.Exec(context.Background(), `
+INSERT INTO herald.messages (id, tenant_id, event_type, object_id, object_version, body, created_at)
+SELECT gen_random_uuid(), 'acme', CASE WHEN n = $1 THEN 'order.rare' ELSE 'order.created' END, 'ord_' || n, 1, '{}',
+       now() - make_interval(secs => n)
+FROM generate_series(1, $1) n`, deliverylog.ScanBudget+5)
+	require.NoError(t, err)
+	br := b.signIn(t, "acme")
+
+	first := br.get("/portal/messages?event_type=order.rare")
+	require.Equal(t, http.StatusOK, first.StatusCode)
+	require.NotContains(t, first.body, "order.rare</code>")
+	m := regexp.MustCompile(`href="([^"]+)" rel="next"`).FindStringSubmatch(first.body)
+	require.NotNil(t, m, "an Older link, though this page found nothing")
+
+	second := br.get(html.UnescapeString(m[1]))
+	require.Equal(t, http.StatusOK, second.StatusCode)
+	require.Equal(t, 1, strings.Count(second.body, "order.rare</code>"))
 }

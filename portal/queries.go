@@ -10,14 +10,18 @@ const (
 e.id, e.url, e.description, e.event_types, e.enabled, coalesce(e.disabled_reason, ''),
 e.disabled_at, e.failing_since, e.last_success_at, e.created_at`
 
+	// listEndpoints counts each endpoint's attempts of the last 24 hours
+	// from attempts_endpoint_started alone (it includes outcome): one
+	// range of the index per endpoint, a day of its attempts.
 	listEndpoints = `
-SELECT ` + endpointColumns + `,
-       count(a.id) FILTER (WHERE a.outcome = 'succeeded'),
-       count(a.id) FILTER (WHERE a.outcome <> 'succeeded')
+SELECT ` + endpointColumns + `, c.succeeded, c.failed
 FROM herald.endpoints e
-LEFT JOIN herald.attempts a ON a.endpoint_id = e.id AND a.started_at > now() - interval '24 hours'
+CROSS JOIN LATERAL (
+    SELECT count(*) FILTER (WHERE a.outcome = 'succeeded') AS succeeded,
+           count(*) FILTER (WHERE a.outcome <> 'succeeded') AS failed
+    FROM herald.attempts a
+    WHERE a.endpoint_id = e.id AND a.started_at > now() - interval '24 hours') c
 WHERE e.tenant_id = $1
-GROUP BY e.id
 ORDER BY e.created_at, e.id`
 
 	selectEndpoint = `
@@ -36,14 +40,24 @@ JOIN herald.endpoints e ON e.id = a.endpoint_id
 WHERE a.endpoint_id = $1 AND e.tenant_id = $3 AND a.started_at >= $2
 GROUP BY 1`
 
+	// selectEventTypesSeen offers the types of the tenant's latest
+	// recentMessagesForTypes messages (a walk of messages_tenant_created)
+	// and the catalogue's.
 	selectEventTypesSeen = `
 SELECT name FROM (
-    SELECT DISTINCT event_type AS name FROM herald.messages
-    WHERE tenant_id = $1 AND created_at > now() - interval '30 days'
+    SELECT DISTINCT event_type AS name FROM (
+        SELECT event_type FROM herald.messages
+        WHERE tenant_id = $1
+        ORDER BY created_at DESC, id DESC
+        LIMIT ` + recentMessagesForTypes + `) recent
     UNION
     SELECT name FROM herald.event_types
 ) t
 ORDER BY name`
+
+	// recentMessagesForTypes is how many of a tenant's latest messages
+	// the event-type filter draws its types from, besides the catalogue.
+	recentMessagesForTypes = "1000"
 
 	selectEventTypeCatalogue = `SELECT name, description FROM herald.event_types ORDER BY name`
 )

@@ -1,7 +1,8 @@
 // Package replay sends messages again: Resend re-sends one message to one
 // endpoint at once, and Start launches a replay of everything an endpoint
-// was sent (or only what failed or was skipped) for messages published in a
-// time range.
+// was sent (or only what failed or was skipped) in a time range: the
+// endpoint's deliveries created in it, which is when their messages were
+// fanned out.
 //
 // Both keep the message's webhook-id, so a receiver that already processed
 // a message dedupes it. Both queue ordinary delivery jobs (package

@@ -29,18 +29,14 @@ RETURNING id, generation`
 
 	selectEndpoint = `SELECT tenant_id, enabled FROM herald.endpoints WHERE id = $1`
 
-	// matchingDeliveries is the replay's selection; $1 endpoint, $2 since,
-	// $3 until, $4 only failed.
-	matchingDeliveries = `
-FROM herald.deliveries d JOIN herald.messages m ON m.id = d.message_id
-WHERE d.endpoint_id = $1 AND m.created_at >= $2 AND m.created_at < $3
-  AND (NOT $4 OR d.status IN ('failed', 'cancelled', 'skipped'))`
-
+	// insertReplay counts the replay's selection, the endpoint's
+	// deliveries created in [$4, $5) (all, or $6 only those that failed,
+	// were cancelled or skipped), through deliveries_endpoint_created.
 	insertReplay = `
 INSERT INTO herald.replays (id, tenant_id, endpoint_id, since_at, until_at, only_failed, total)
 VALUES ($1, $2, $3, $4, $5, $6, (
-  SELECT count(*) FROM herald.deliveries d JOIN herald.messages m ON m.id = d.message_id
-  WHERE d.endpoint_id = $3 AND m.created_at >= $4 AND m.created_at < $5
+  SELECT count(*) FROM herald.deliveries d
+  WHERE d.endpoint_id = $3 AND d.created_at >= $4 AND d.created_at < $5
     AND (NOT $6 OR d.status IN ('failed', 'cancelled', 'skipped'))))
 RETURNING ` + replayColumns
 
@@ -64,24 +60,32 @@ LIMIT $5`
 SELECT endpoint_id, since_at, until_at, only_failed, status, cursor_created_at, cursor_id
 FROM herald.replays WHERE id = $1 FOR UPDATE`
 
-	// nextBatch continues after the cursor ($5, $6) in (message time,
-	// delivery id) order.
+	// nextBatch walks the next $5 of the endpoint's deliveries ($1) after
+	// the cursor ($2, $3) in (created_at, id) order, up to $4, along
+	// deliveries_endpoint_created: each batch reads its own rows of the
+	// index and no others, so every batch costs the same however far the
+	// walk has gone. With $6 it selects only those that failed, were
+	// cancelled or skipped; the others are walked past, and the cursor
+	// moves past them too.
 	nextBatch = `
-SELECT d.id, m.created_at ` + matchingDeliveries + `
-  AND ($5::timestamptz IS NULL OR (m.created_at, d.id) > ($5, $6::uuid))
-ORDER BY m.created_at, d.id
-LIMIT $7`
+SELECT d.id, d.created_at, (NOT $6 OR d.status IN ('failed', 'cancelled', 'skipped'))
+FROM herald.deliveries d
+WHERE d.endpoint_id = $1 AND (d.created_at, d.id) > ($2, $3) AND d.created_at < $4
+ORDER BY d.created_at, d.id
+LIMIT $5`
 
 	recordReplayDeliveries = `
 INSERT INTO herald.replay_deliveries (replay_id, delivery_id)
 SELECT $1, unnest($2::uuid[]) ON CONFLICT DO NOTHING`
 
 	// requeueBatch requeues, as requeueDelivery does, the deliveries $1 of
-	// a replay batch that are not pending.
+	// a replay batch that are not pending, but leaves next_attempt_at
+	// empty: they go to batch jobs (delivery.BatchArgs), which own a
+	// delivery only while nothing has set it.
 	requeueBatch = `
 UPDATE herald.deliveries
 SET status = 'pending', generation = generation + 1, attempts_before_requeue = attempt_count,
-    first_attempt_at = NULL, next_attempt_at = now(), completed_at = NULL, updated_at = now()
+    first_attempt_at = NULL, next_attempt_at = NULL, completed_at = NULL, updated_at = now()
 WHERE id = ANY($1) AND status <> 'pending'
 RETURNING id, generation`
 

@@ -18,8 +18,11 @@ const (
 	StatusCompleted = "completed"
 )
 
-// Params says what a replay re-sends: the endpoint's deliveries of messages
-// published in [Since, Until).
+// Params says what a replay re-sends: the endpoint's deliveries created in
+// [Since, Until). A delivery is created when its message is fanned out,
+// normally milliseconds after it was published; the replay walks the
+// endpoint's deliveries in that order (deliveries_endpoint_created), so each
+// batch costs the same however long the history.
 type Params struct {
 	EndpointID uuid.UUID
 	// Since is the start of the range, inclusive. Required.

@@ -54,7 +54,7 @@ func (b *testBundle) message(t *testing.T, tenant string, createdAt time.Time, s
 	if status == "" {
 		return message, uuid.Nil
 	}
-	opts := &testfactory.DeliveryOpts{MessageID: message, EndpointID: b.endpoint, Status: deliverystatus.Status(status), FirstAttemptAt: &createdAt}
+	opts := &testfactory.DeliveryOpts{MessageID: message, EndpointID: b.endpoint, Status: deliverystatus.Status(status), FirstAttemptAt: &createdAt, CreatedAt: &createdAt}
 	if opts.Status != deliverystatus.Pending {
 		now := time.Now()
 		opts.CompletedAt = &now
@@ -69,11 +69,16 @@ func (b *testBundle) status(t *testing.T, delivery uuid.UUID) string {
 	return s
 }
 
+// deliveryJobs selects the delivery jobs, single or batch, that carry the
+// delivery $1.
+const deliveryJobs = `FROM herald.river_job
+WHERE (kind = 'herald.delivery' AND (args->>'delivery_id')::uuid = $1)
+   OR (kind = 'herald.delivery_batch' AND args->'delivery_ids' ? $1::text)`
+
 // queued returns the triggers of the delivery jobs queued for delivery.
 func (b *testBundle) queued(t *testing.T, delivery uuid.UUID) []string {
 	t.Helper()
-	rows, err := b.pool.Query(b.ctx, `SELECT args->>'trigger' FROM herald.river_job
-WHERE kind = 'herald.delivery' AND (args->>'delivery_id')::uuid = $1 ORDER BY id`, delivery)
+	rows, err := b.pool.Query(b.ctx, `SELECT args->>'trigger' `+deliveryJobs+` ORDER BY id`, delivery)
 	require.NoError(t, err)
 	triggers, err := pgx.CollectRows(rows, pgx.RowTo[string])
 	require.NoError(t, err)
@@ -85,8 +90,7 @@ WHERE kind = 'herald.delivery' AND (args->>'delivery_id')::uuid = $1 ORDER BY id
 func (b *testBundle) generations(t *testing.T, delivery uuid.UUID) (current int, queued []int) {
 	t.Helper()
 	require.NoError(t, b.pool.QueryRow(b.ctx, "SELECT generation FROM herald.deliveries WHERE id = $1", delivery).Scan(&current))
-	rows, err := b.pool.Query(b.ctx, `SELECT coalesce((args->>'generation')::int, 0) FROM herald.river_job
-WHERE kind = 'herald.delivery' AND (args->>'delivery_id')::uuid = $1 ORDER BY id`, delivery)
+	rows, err := b.pool.Query(b.ctx, `SELECT coalesce((args->>'generation')::int, 0) `+deliveryJobs+` ORDER BY id`, delivery)
 	require.NoError(t, err)
 	queued, err = pgx.CollectRows(rows, pgx.RowTo[int])
 	require.NoError(t, err)

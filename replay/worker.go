@@ -100,6 +100,13 @@ func (w *Worker) Step(ctx context.Context, jobs Inserter, replayID uuid.UUID) (m
 	return w.step(ctx, jobs, replayID)
 }
 
+// walked is a row of nextBatch.
+type walked struct {
+	id        uuid.UUID
+	createdAt time.Time
+	selected  bool
+}
+
 // requeuedDelivery is a row of requeueBatch.
 type requeuedDelivery struct {
 	ID         uuid.UUID
@@ -132,23 +139,32 @@ func (w *Worker) step(ctx context.Context, jobs Inserter, replayID uuid.UUID) (b
 		return false, nil
 	}
 
-	rows, err := tx.Query(ctx, nextBatch, endpointID, since, until, onlyFailed, cursorAt, cursorID, w.batchSize)
+	// With no cursor yet the walk starts after (since - 1µs, the greatest
+	// id), which is at since: timestamps have microsecond precision.
+	after, afterID := since.Add(-time.Microsecond), uuid.Max
+	if cursorAt != nil && cursorID != nil {
+		after, afterID = *cursorAt, *cursorID
+	}
+	rows, err := tx.Query(ctx, nextBatch, endpointID, after, afterID, until, w.batchSize, onlyFailed)
 	if err != nil {
 		return false, err
 	}
-	type item struct {
-		id        uuid.UUID
-		createdAt time.Time
-	}
-	var batch []item
-	var it item
-	if _, err := pgx.ForEachRow(rows, []any{&it.id, &it.createdAt}, func() error {
-		batch = append(batch, it)
+	var (
+		batch     []uuid.UUID
+		last      walked
+		walkedAny bool
+		row       walked
+	)
+	if _, err := pgx.ForEachRow(rows, []any{&row.id, &row.createdAt, &row.selected}, func() error {
+		walkedAny, last = true, row
+		if row.selected {
+			batch = append(batch, row.id)
+		}
 		return nil
 	}); err != nil {
 		return false, err
 	}
-	if len(batch) == 0 {
+	if !walkedAny {
 		if _, err := tx.Exec(ctx, completeReplay, replayID); err != nil {
 			return false, err
 		}
@@ -156,16 +172,12 @@ func (w *Worker) step(ctx context.Context, jobs Inserter, replayID uuid.UUID) (b
 		return false, tx.Commit(ctx)
 	}
 
-	ids := make([]uuid.UUID, len(batch))
-	for i, b := range batch {
-		ids[i] = b.id
-	}
-	if _, err := tx.Exec(ctx, recordReplayDeliveries, replayID, ids); err != nil {
+	if _, err := tx.Exec(ctx, recordReplayDeliveries, replayID, batch); err != nil {
 		return false, err
 	}
 	// Only deliveries that are not pending are queued; a pending one is
 	// already on its way and is counted without a second job.
-	requeued, err := tx.Query(ctx, requeueBatch, ids)
+	requeued, err := tx.Query(ctx, requeueBatch, batch)
 	if err != nil {
 		return false, err
 	}
@@ -173,20 +185,40 @@ func (w *Worker) step(ctx context.Context, jobs Inserter, replayID uuid.UUID) (b
 	if err != nil {
 		return false, err
 	}
-	if len(queued) > 0 {
-		params := make([]river.InsertManyParams, len(queued))
-		for i, d := range queued {
-			params[i] = river.InsertManyParams{Args: delivery.Args{
-				DeliveryID: d.ID, EndpointID: endpointID, Trigger: delivery.TriggerReplay, Generation: d.Generation,
-			}}
-		}
+	if params := batchJobs(endpointID, queued); len(params) > 0 {
 		if _, err := jobs.InsertManyTx(ctx, tx, params); err != nil {
-			return false, fmt.Errorf("queue %d delivery jobs: %w", len(params), err)
+			return false, fmt.Errorf("queue %d delivery batch jobs: %w", len(params), err)
 		}
 	}
-	last := batch[len(batch)-1]
 	if _, err := tx.Exec(ctx, advanceReplay, replayID, len(batch), last.createdAt, last.id); err != nil {
 		return false, err
 	}
 	return true, tx.Commit(ctx)
+}
+
+// batchJobs puts the requeued deliveries in delivery batch jobs, at most
+// delivery.MaxBatch each, one generation a job, in the order they come. A
+// batch job sends its deliveries with as many of the endpoint's in-flight
+// slots as are free and records them together; a job per delivery left
+// all but the endpoint's cap of them snoozing in turn, and a replay of
+// 2,000 to one healthy endpoint took 16 s (about 125 a second).
+func batchJobs(endpointID uuid.UUID, queued []requeuedDelivery) []river.InsertManyParams {
+	var (
+		params []river.InsertManyParams
+		open   = map[int]int{} // generation → index in params of its unfilled job
+	)
+	for _, d := range queued {
+		i, ok := open[d.Generation]
+		if !ok || len(params[i].Args.(delivery.BatchArgs).DeliveryIDs) == delivery.MaxBatch {
+			params = append(params, river.InsertManyParams{Args: delivery.BatchArgs{
+				EndpointID: endpointID, Trigger: delivery.TriggerReplay, Generation: d.Generation,
+			}})
+			i = len(params) - 1
+			open[d.Generation] = i
+		}
+		args := params[i].Args.(delivery.BatchArgs)
+		args.DeliveryIDs = append(args.DeliveryIDs, d.ID)
+		params[i].Args = args
+	}
+	return params
 }

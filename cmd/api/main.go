@@ -12,6 +12,7 @@ import (
 	"log/slog"
 	"net"
 	"net/http"
+	"net/http/pprof"
 	"net/url"
 	"os"
 	"os/signal"
@@ -67,12 +68,15 @@ type settings struct {
 	queueDashboard      bool
 	// frameAncestors is --portal-frame-ancestors as given: a
 	// comma-separated list of origins, checked by portal.ParseFrameAncestors.
-	frameAncestors string
-	branding       portal.Branding
+	frameAncestors    string
+	branding          portal.Branding
+	keyCacheTTL       time.Duration
+	maxBatchBodyBytes int64
+	pprofAddr         string
 }
 
 func (s *settings) register(fs *flagenv.FlagSet) {
-	fs.DatabaseVar(&s.db, 0) // 0: pgxpool's default, max(4, CPUs)
+	fs.DatabaseVar(&s.db, api.DefaultMaxConns)
 	fs.SSRFVar(&s.ssrf)
 	fs.StringVar(&s.addr, "addr", defaultAddr, "address to listen on")
 	fs.Env("addr", "HERALD_API_ADDR")
@@ -105,6 +109,12 @@ func (s *settings) register(fs *flagenv.FlagSet) {
 	fs.Env("portal-logo-url", "HERALD_PORTAL_LOGO_URL")
 	fs.StringVar(&s.branding.SupportURL, "portal-support-url", "", "https `URL` the portal's header links to as Support; empty shows no link")
 	fs.Env("portal-support-url", "HERALD_PORTAL_SUPPORT_URL")
+	fs.DurationVar(&s.keyCacheTTL, "api-key-cache-ttl", auth.DefaultKeyCacheTTL, "how long an API key that authenticated is trusted without a lookup; a revocation on any replica ends it at once; negative looks every key up")
+	fs.Env("api-key-cache-ttl", "HERALD_API_KEY_CACHE_TTL")
+	fs.Int64Var(&s.maxBatchBodyBytes, "max-batch-body-bytes", api.DefaultMaxBatchBodyBytes, "largest body of a batch publish (POST …/messages/batch)")
+	fs.Env("max-batch-body-bytes", "HERALD_MAX_BATCH_BODY_BYTES")
+	fs.StringVar(&s.pprofAddr, "pprof-addr", "", "address to serve Go's profiler (/debug/pprof/) on, e.g. 127.0.0.1:6060; empty serves none. Keep it off public networks")
+	fs.Env("pprof-addr", "HERALD_PPROF_ADDR")
 }
 
 func run(args []string) error {
@@ -176,6 +186,16 @@ func run(args []string) error {
 	if err != nil {
 		return err
 	}
+	var keys *auth.KeyCache
+	if s.keyCacheTTL >= 0 {
+		keys = auth.NewKeyCache(auth.KeyCacheConfig{TTL: s.keyCacheTTL})
+		go keys.Listen(ctx, pool.Config().ConnConfig, logger)
+	}
+	if s.pprofAddr != "" {
+		if err := servePprof(ctx, logger, s.pprofAddr); err != nil {
+			return err
+		}
+	}
 	// One throttle for both, so failing in the portal counts for the API
 	// and the other way round.
 	throttle := auth.NewFailureThrottle(auth.ThrottleConfig{Burst: s.authFailureBurst, Interval: s.authFailureInterval})
@@ -206,6 +226,8 @@ func run(args []string) error {
 		Logger:             logger,
 		PublicURL:          s.publicURL,
 		MaxBodyBytes:       s.maxBodyBytes,
+		MaxBatchBodyBytes:  s.maxBatchBodyBytes,
+		KeyCache:           keys,
 		Portal:             customerPortal,
 		TrustedProxyHeader: s.trustedProxyHeader,
 		MetricsToken:       s.metricsToken,
@@ -228,6 +250,27 @@ func isHTTPS(publicURL string) (bool, error) {
 		return false, fmt.Errorf("%q is not an absolute http or https URL; give the address browsers reach this API at, like https://webhooks.example.com", publicURL)
 	}
 	return strings.EqualFold(u.Scheme, "https"), nil
+}
+
+// servePprof serves net/http/pprof's handlers on addr until ctx ends.
+func servePprof(ctx context.Context, logger *slog.Logger, addr string) error {
+	ln, err := net.Listen("tcp", addr)
+	if err != nil {
+		return fmt.Errorf("--pprof-addr: listen on %s: %w", addr, err)
+	}
+	mux := http.NewServeMux()
+	mux.HandleFunc("/debug/pprof/", pprof.Index)
+	mux.HandleFunc("/debug/pprof/profile", pprof.Profile)
+	mux.HandleFunc("/debug/pprof/trace", pprof.Trace)
+	mux.HandleFunc("/debug/pprof/symbol", pprof.Symbol)
+	srv := &http.Server{Handler: mux, ReadHeaderTimeout: 10 * time.Second}
+	go func() {
+		<-ctx.Done()
+		_ = srv.Close()
+	}()
+	go func() { _ = srv.Serve(ln) }()
+	logger.Info("pprof listening", "addr", ln.Addr().String())
+	return nil
 }
 
 func serve(ctx context.Context, logger *slog.Logger, s settings, handler http.Handler) error {

@@ -5,6 +5,7 @@ package main
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"flag"
 	"fmt"
@@ -20,10 +21,33 @@ import (
 )
 
 func main() {
+	if len(os.Args) > 1 && os.Args[1] == loadCommand {
+		if err := runLoad(); err != nil {
+			fmt.Fprintln(os.Stderr, "bench load:", err)
+			os.Exit(1)
+		}
+		return
+	}
 	if err := run(os.Args[1:]); err != nil {
 		fmt.Fprintln(os.Stderr, "bench:", err)
 		os.Exit(1)
 	}
+}
+
+// loadCommand is the argument that makes this program a load generator:
+// the bench starts itself that way, in a process of its own, for the
+// scenarios that publish through the API or plain SQL. It reads a
+// bench.LoadSpec as JSON on stdin.
+const loadCommand = "load-generator"
+
+func runLoad() error {
+	var spec bench.LoadSpec
+	if err := json.NewDecoder(os.Stdin).Decode(&spec); err != nil {
+		return fmt.Errorf("read the load spec from stdin: %w", err)
+	}
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	defer stop()
+	return bench.RunLoad(ctx, spec, os.Stdout, os.Stdin)
 }
 
 // Where the dispatcher runs.
@@ -44,7 +68,7 @@ recreated; its name must contain "bench").
 Scenarios:
 `)
 		for _, s := range bench.Scenarios {
-			fmt.Fprintf(fs.Output(), "  %-10s %s\n", s.Name, s.About)
+			fmt.Fprintf(fs.Output(), "  %-16s %s\n", s.Name, s.About)
 		}
 		fmt.Fprintf(fs.Output(), "\nFlags:\n")
 		fs.PrintDefaults()
@@ -55,6 +79,8 @@ Scenarios:
 		mode       = fs.String("dispatcher", modeProcess, "where the dispatcher runs: process (a child process, measured through /proc) or in-process (measured with getrusage, which then includes producers and receivers)")
 		binary     = fs.String("dispatcher-bin", "", "the dispatcher program for --dispatcher=process; defaults to the dispatcher next to this program (make build puts both in bin/)")
 		dispArgs   = fs.String("dispatcher-args", "", "extra space-separated flags for the dispatcher program")
+		apiBinary  = fs.String("api-bin", "", "the api program the http scenarios publish through; defaults to the api next to this program")
+		apiArgs    = fs.String("api-args", "", "extra space-separated flags for the api program")
 		jsonPath   = fs.String("json", "", "write the results as JSON to this file")
 		svgPath    = fs.String("svg", "", "write the latency-over-time chart to this SVG file")
 		smoke      = fs.Int("smoke", 0, "shrink every scenario to about this many deliveries (a quick check that everything works); 0 runs them full size")
@@ -63,6 +89,7 @@ Scenarios:
 		every      = fs.Duration("progress", bench.DefaultProgressEvery, "interval between progress lines; 0 turns them off")
 		workers    = fs.Int("workers", 0, "dispatcher workers (River MaxWorkers), also for the baseline; 0 means the dispatcher's default")
 		maxConns   = fs.Int("max-conns", 0, "dispatcher connection pool size, also for the baseline; 0 means the dispatcher's default")
+		history    = fs.Int("aged-history", bench.DefaultAgedHistory, "deliveries of history the aged scenario bulk-loads (with their messages and attempts) before it runs")
 		cpuProfile = fs.String("cpuprofile", "", "write a CPU profile of the bench process (with --dispatcher=in-process, the dispatcher's too) to this file")
 	)
 	fs.Env("database-url", "HERALD_BENCH_DATABASE_URL")
@@ -78,6 +105,14 @@ Scenarios:
 	selected, err := bench.Select(*scenarios)
 	if err != nil {
 		return err
+	}
+	if *history < 1 {
+		return fmt.Errorf("--aged-history is %d; give at least 1 delivery (the default is %d)", *history, bench.DefaultAgedHistory)
+	}
+	for i := range selected {
+		if selected[i].Aged {
+			selected[i].History = *history
+		}
 	}
 	if *smoke > 0 {
 		for i := range selected {
@@ -106,18 +141,23 @@ Scenarios:
 	defer func() { _ = dbs.Close(context.WithoutCancel(ctx)) }()
 
 	cfg := bench.Config{
-		NewDatabase: dbs.New,
-		Dispatcher:  *mode,
-		Baseline:    bench.BaselineConfig{Workers: *workers, MaxConns: int32(*maxConns)},
-		Producers:   *producers,
-		MaxDrain:    *maxDrain,
+		NewDatabase:       dbs.New,
+		NewFilledDatabase: dbs.NewFilled,
+		Dispatcher:        *mode,
+		Baseline:          bench.BaselineConfig{Workers: *workers, MaxConns: int32(*maxConns)},
+		Producers:         *producers,
+		MaxDrain:          *maxDrain,
+		APIArgs:           strings.Fields(*apiArgs),
+	}
+	if self, err := os.Executable(); err == nil {
+		cfg.Load = bench.LoadProcess{Path: self, Args: []string{loadCommand}}
 	}
 	if *every > 0 {
 		cfg.Progress, cfg.ProgressEvery = os.Stderr, *every
 	}
 	switch *mode {
 	case modeProcess:
-		path, err := dispatcherBinary(*binary)
+		path, err := siblingBinary("dispatcher", "--dispatcher-bin", *binary)
 		if err != nil {
 			return err
 		}
@@ -135,6 +175,14 @@ Scenarios:
 		return fmt.Errorf("--dispatcher is %q; use %s or %s", *mode, modeProcess, modeInProcess)
 	}
 
+	for _, s := range selected {
+		if s.Load == bench.LoadHTTP {
+			if cfg.APIPath, err = siblingBinary("api", "--api-bin", *apiBinary); err != nil {
+				return err
+			}
+			break
+		}
+	}
 	report, err := bench.Run(ctx, cfg, selected)
 	if len(report.Results) > 0 {
 		report.WriteTables(os.Stdout)
@@ -145,19 +193,19 @@ Scenarios:
 	return err
 }
 
-// dispatcherBinary returns the dispatcher program to run: the one named, or
-// the one next to this program.
-func dispatcherBinary(named string) (string, error) {
+// siblingBinary returns the program to run: the one named with flag, or
+// the one called name next to this program.
+func siblingBinary(name, flag, named string) (string, error) {
 	if named != "" {
 		return named, nil
 	}
 	self, err := os.Executable()
 	if err != nil {
-		return "", fmt.Errorf("find the dispatcher program: %w; name it with --dispatcher-bin", err)
+		return "", fmt.Errorf("find the %s program: %w; name it with %s", name, err, flag)
 	}
-	path := filepath.Join(filepath.Dir(self), "dispatcher")
+	path := filepath.Join(filepath.Dir(self), name)
 	if _, err := os.Stat(path); err != nil {
-		return "", fmt.Errorf("no dispatcher program at %s; build it (make build) and pass --dispatcher-bin bin/dispatcher, or use --dispatcher=in-process", path)
+		return "", fmt.Errorf("no %s program at %s; build it (make build) and pass %s bin/%s", name, path, flag, name)
 	}
 	return path, nil
 }

@@ -18,10 +18,11 @@ import (
 const metricsShutdownTimeout = 5 * time.Second
 
 // newRegistry returns the registry of the dispatcher's own metrics: the Go
-// runtime's and the process's here, the dispatcher's own
-// (herald_dispatcher_*) once it is built with it. They are this process's:
-// the delivery metrics every replica shares are the api's, read from the
-// database.
+// runtime's and the process's here, the dispatcher's own (herald_dispatcher_*,
+// and the attempts it recorded, herald_attempts_total and
+// herald_attempt_duration_seconds) once it is built with it. They are this
+// process's; Prometheus sums them across replicas. The outbox and queue
+// gauges are the api's, read from the database.
 func newRegistry() *prometheus.Registry {
 	registry := prometheus.NewRegistry()
 	registry.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))

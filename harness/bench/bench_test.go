@@ -4,16 +4,21 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"fmt"
 	"log/slog"
 	"os"
+	osexec "os/exec"
 	"path/filepath"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
+	"github.com/jackc/pgx/v5/pgxpool"
 	"github.com/stretchr/testify/require"
 
 	"github.com/heraldhq/herald/harness/bench"
+	"github.com/heraldhq/herald/internal/database"
 	"github.com/heraldhq/herald/internal/pgtest"
 	"github.com/heraldhq/herald/schedule"
 )
@@ -35,6 +40,18 @@ func setup(t *testing.T) *testBundle {
 		NewDatabase: func(context.Context) (string, func() error, error) {
 			return pgtest.NewDatabase(t, pgtest.Herald), func() error { return nil }, nil
 		},
+		NewFilledDatabase: func(ctx context.Context, _ string, fill func(context.Context, *pgxpool.Pool) error) (func(context.Context) (string, func() error, error), error) {
+			url := pgtest.NewDatabase(t, pgtest.Herald)
+			pool, err := database.Open(ctx, url, database.Options{MaxConns: 4})
+			if err != nil {
+				return nil, err
+			}
+			defer pool.Close()
+			if err := fill(ctx, pool); err != nil {
+				return nil, err
+			}
+			return func(context.Context) (string, func() error, error) { return url, func() error { return nil }, nil }, nil
+		},
 		StartDispatcher: bench.InProcess(bench.InProcessOptions{
 			MaxConns: 6,
 			Policy:   fast,
@@ -47,6 +64,41 @@ func setup(t *testing.T) *testBundle {
 	}}
 }
 
+// TestMain removes the programs loadPrograms built.
+func TestMain(m *testing.M) {
+	code := m.Run()
+	if buildDir != "" {
+		_ = os.RemoveAll(buildDir)
+	}
+	os.Exit(code)
+}
+
+var (
+	buildOnce sync.Once
+	buildDir  string
+	buildErr  error
+)
+
+// loadPrograms builds, once per test run, the programs the scenarios
+// with a Load start: the bench command, which is the load generator, and
+// the api.
+func loadPrograms(t *testing.T) (bench.LoadProcess, string) {
+	t.Helper()
+	buildOnce.Do(func() {
+		buildDir, buildErr = os.MkdirTemp("", "herald-bench-programs-")
+		if buildErr != nil {
+			return
+		}
+		out, err := osexec.Command("go", "build", "-o", buildDir+"/",
+			"github.com/heraldhq/herald/cmd/bench", "github.com/heraldhq/herald/cmd/api").CombinedOutput()
+		if err != nil {
+			buildErr = fmt.Errorf("build the bench and the api: %v: %s", err, out)
+		}
+	})
+	require.NoError(t, buildErr)
+	return bench.LoadProcess{Path: filepath.Join(buildDir, "bench"), Args: []string{"load-generator"}}, filepath.Join(buildDir, "api")
+}
+
 // TestScenariosSmoke runs every scenario, shrunk, so that the bench keeps
 // working. It asserts what must hold at any speed, never a timing. The
 // scenarios run one after the other: each opens a dozen connections, and
@@ -56,12 +108,26 @@ func TestScenariosSmoke(t *testing.T) {
 	for _, scenario := range bench.Scenarios {
 		t.Run(scenario.Name, func(t *testing.T) {
 			b := setup(t)
+			if scenario.Load != "" {
+				b.cfg.Load, b.cfg.APIPath = loadPrograms(t)
+			}
 			report, err := bench.Run(context.Background(), b.cfg, []bench.Scenario{scenario.Shrunk(smokeDeliveries)})
 			require.NoError(t, err)
 
 			wantRuns := 1
 			if scenario.Hanging > 0 {
 				wantRuns = 2 // the control run, then the run with hanging endpoints
+			}
+			if scenario.Aged {
+				wantRuns = 4 // burst and steady, fresh and aged
+				require.Len(t, report.Aged, 2)
+				for _, a := range report.Aged {
+					require.Empty(t, a.Problem, "%s database", a.Age)
+					require.Positive(t, a.Rows, "%s database: the fill loaded its rows", a.Age)
+					require.Positive(t, a.FirstPerSecond, "%s database", a.Age)
+					require.Positive(t, a.ReplayPerSecond, "%s database: the replay arrived", a.Age)
+					require.Len(t, a.Pages, 5, "%s database: every page answered", a.Age)
+				}
 			}
 			require.Len(t, report.Results, wantRuns)
 			for _, res := range report.Results {
@@ -126,7 +192,7 @@ func TestSelect(t *testing.T) {
 	require.Equal(t, "burst", two[1].Name)
 
 	_, err = bench.Select("steady,bursty")
-	require.ErrorContains(t, err, `unknown scenario "bursty"; choose from baseline, burst, steady, fanout, isolation, failing, or all`)
+	require.ErrorContains(t, err, `unknown scenario "bursty"; choose from baseline, burst, steady, fanout, isolation, failing, sql-publish, http-burst, http-batch, http-steady-50, http-steady-1000, or all`)
 }
 
 func TestScratchDatabasesRefuseARealDatabase(t *testing.T) {

@@ -49,9 +49,12 @@ type Result struct {
 	// served the run's connections (producers' and dispatcher's); the WAL
 	// writer, checkpointer and other background processes are not in it.
 	PostgresCPUSeconds float64 `json:"postgres_cpu_seconds"`
-	// CPUPerDeliveryMS is dispatcher and Postgres CPU time per delivery the
-	// run created, in milliseconds: what a delivery costs, whatever else
-	// the machine was doing.
+	// APICPUSeconds is the api process's CPU time, for the scenarios that
+	// publish through it; the load generator's own is not counted.
+	APICPUSeconds float64 `json:"api_cpu_seconds,omitempty"`
+	// CPUPerDeliveryMS is dispatcher, api and Postgres CPU time per
+	// delivery the run created, in milliseconds: what a delivery costs,
+	// whatever else the machine was doing.
 	CPUPerDeliveryMS float64 `json:"cpu_per_delivery_ms"`
 	// Writes is what Postgres wrote; the per-delivery figures divide it by
 	// every delivery the run created (hanging endpoints' included).
@@ -75,7 +78,9 @@ type Report struct {
 	Machine    Machine   `json:"machine"`
 	Dispatcher string    `json:"dispatcher"`
 	Results    []Result  `json:"results"`
-	Targets    []Target  `json:"targets"`
+	// Aged is the aged scenario's comparison, fresh then aged.
+	Aged    []Age    `json:"aged,omitempty"`
+	Targets []Target `json:"targets"`
 }
 
 // Machine describes where the bench ran.

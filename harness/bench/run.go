@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgxpool"
 
 	"github.com/heraldhq/herald/internal/database"
 	"github.com/heraldhq/herald/internal/secretbox"
@@ -70,6 +71,18 @@ type Config struct {
 	Progress io.Writer
 	// ProgressEvery defaults to 2 s. Zero means the default.
 	ProgressEvery time.Duration
+	// NewFilledDatabase returns a function that makes a database for the
+	// aged scenario, migrated and then filled by fill (named after age,
+	// "fresh" or "aged"), like NewDatabase's. Required by the aged
+	// scenario only.
+	NewFilledDatabase func(ctx context.Context, age string, fill func(context.Context, *pgxpool.Pool) error) (func(context.Context) (string, func() error, error), error)
+	// APIPath is the api program the LoadHTTP scenarios run as a child
+	// process, with APIArgs. Required for them.
+	APIPath string
+	APIArgs []string
+	// Load starts the load generator of the scenarios with a Load.
+	// Required for them.
+	Load LoadProcess
 }
 
 // Run runs the scenarios one after the other and reports on all of them.
@@ -83,6 +96,9 @@ func Run(ctx context.Context, cfg Config, scenarios []Scenario) (report Report, 
 	for _, s := range scenarios {
 		if !s.Baseline && cfg.StartDispatcher == nil {
 			return Report{}, fmt.Errorf("bench: scenario %s needs Config.StartDispatcher", s.Name)
+		}
+		if s.Load != "" && cfg.Load.Path == "" || s.Load == LoadHTTP && cfg.APIPath == "" {
+			return Report{}, fmt.Errorf("bench: scenario %s needs Config.Load and, through the API, Config.APIPath", s.Name)
 		}
 	}
 	r := &runner{cfg: cfg}
@@ -102,6 +118,11 @@ func Run(ctx context.Context, cfg Config, scenarios []Scenario) (report Report, 
 	for _, s := range scenarios {
 		var results []Result
 		switch {
+		case s.Aged:
+			if cfg.NewFilledDatabase == nil {
+				return report, fmt.Errorf("scenario %s needs Config.NewFilledDatabase", s.Name)
+			}
+			results, err = r.aged(ctx, s, &report)
 		case s.Baseline:
 			var res Result
 			res, err = r.baseline(ctx, s)
@@ -141,7 +162,12 @@ type stage struct {
 }
 
 func (r *runner) newStage(ctx context.Context) (*stage, error) {
-	url, drop, err := r.cfg.NewDatabase(ctx)
+	return r.stageOn(ctx, r.cfg.NewDatabase)
+}
+
+// stageOn is newStage on a database newDB makes.
+func (r *runner) stageOn(ctx context.Context, newDB func(context.Context) (string, func() error, error)) (*stage, error) {
+	url, drop, err := newDB(ctx)
 	if err != nil {
 		return nil, err
 	}
@@ -181,7 +207,12 @@ func (r *runner) herald(ctx context.Context, s Scenario, hang bool) (res Result,
 			err = fmt.Errorf("drop bench database: %w", dropErr)
 		}
 	}()
+	return r.heraldOn(ctx, st, s, hang, secretbox.Generate())
+}
 
+// heraldOn runs one scenario through Herald on st's database, whose
+// endpoint secrets are sealed under key; see herald.
+func (r *runner) heraldOn(ctx context.Context, st *stage, s Scenario, hang bool, key string) (res Result, err error) {
 	rec := newRecorder(time.Now())
 	specs := endpointSpecs(s, hang)
 	rcv, err := startReceivers(rec, specs, s.FailFirst)
@@ -190,7 +221,6 @@ func (r *runner) herald(ctx context.Context, s Scenario, hang bool) (res Result,
 	}
 	defer rcv.close()
 
-	key := secretbox.Generate()
 	tenants, err := createEndpoints(ctx, st.url, key, s, rcv.urls)
 	if err != nil {
 		return Result{}, err
@@ -227,8 +257,21 @@ func (r *runner) herald(ctx context.Context, s Scenario, hang bool) (res Result,
 
 	var d RunningDispatcher
 	var w window
+	var gen *generator
 	publishStart := time.Now()
-	if s.Rate > 0 {
+	switch {
+	case s.Load != "":
+		if d, err = r.cfg.StartDispatcher(ctx, st.url, key); err != nil {
+			return Result{}, err
+		}
+		progress.watch(d)
+		gen, err = r.startGenerator(ctx, s, st.url, key, tenants, rec)
+		w.start = rec.since(time.Now())
+		publishStart = time.Now()
+		if err == nil {
+			err = gen.wait(ctx)
+		}
+	case s.Rate > 0:
 		if d, err = r.cfg.StartDispatcher(ctx, st.url, key); err != nil {
 			return Result{}, err
 		}
@@ -236,7 +279,7 @@ func (r *runner) herald(ctx context.Context, s Scenario, hang bool) (res Result,
 		w.start = rec.since(time.Now())
 		publishStart = time.Now()
 		err = prod.publishAtRate(ctx, s.Rate, s.Duration)
-	} else {
+	default:
 		err = prod.publishAll(ctx, s.Events)
 	}
 	publishEnd := time.Now()
@@ -244,9 +287,10 @@ func (r *runner) herald(ctx context.Context, s Scenario, hang bool) (res Result,
 		if d != nil {
 			_, _ = d.Stop(ctx)
 		}
+		gen.stop(ctx)
 		return Result{}, err
 	}
-	if s.Rate == 0 {
+	if d == nil {
 		if d, err = r.cfg.StartDispatcher(ctx, st.url, key); err != nil {
 			return Result{}, err
 		}
@@ -266,6 +310,11 @@ func (r *runner) herald(ctx context.Context, s Scenario, hang bool) (res Result,
 		return Result{}, err
 	}
 	res.PostgresCPUSeconds = pgCPU.Seconds()
+	res.APICPUSeconds, err = gen.stop(ctx)
+	if err != nil {
+		_, _ = d.Stop(ctx)
+		return Result{}, err
+	}
 	usage, stopErr := d.Stop(ctx)
 	progress.stop()
 	pool.Close()
@@ -302,7 +351,7 @@ func (r *runner) herald(ctx context.Context, s Scenario, hang bool) (res Result,
 	res.DispatcherPeakRSSMB = float64(usage.PeakRSS) / (1 << 20)
 	res.Writes = writes
 	if created := float64(s.events() * s.endpointsPerTenant()); created > 0 {
-		res.CPUPerDeliveryMS = (res.DispatcherCPUSeconds + res.PostgresCPUSeconds) * 1000 / created
+		res.CPUPerDeliveryMS = (res.DispatcherCPUSeconds + res.APICPUSeconds + res.PostgresCPUSeconds) * 1000 / created
 		res.RowsPerDelivery = float64(writes.Rows()) / created
 		res.WALBytesPerDelivery = float64(writes.WALBytes) / created
 		res.StoredBytesPerDelivery = float64(writes.StoredBytes) / created
@@ -393,7 +442,9 @@ func createEndpoints(ctx context.Context, url, key string, s Scenario, urls []st
 	}
 	tenants := make([]string, s.tenants())
 	for t := range tenants {
-		tenants[t] = fmt.Sprintf("tenant-%03d", t)
+		// Named after the scenario: the aged scenario runs several on one
+		// database.
+		tenants[t] = fmt.Sprintf("%s-%03d", s.Name, t)
 		if _, err := st.CreateTenant(ctx, store.NewTenant{ID: tenants[t], Name: "bench " + s.Name}); err != nil {
 			return nil, err
 		}

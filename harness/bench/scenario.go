@@ -45,10 +45,33 @@ type Scenario struct {
 	// Baseline makes the scenario push Events no-op River jobs through the
 	// database instead of running Herald.
 	Baseline bool
+	// Aged makes the scenario the comparison of a fresh database with one
+	// holding History deliveries of history (see aged.go).
+	Aged    bool
+	History int
+	// shrunkTo is the size Shrunk was given, which the aged scenario
+	// passes on to the scenarios it runs.
+	shrunkTo int
+	// Load, when set (LoadHTTP or LoadSQL), publishes from a load
+	// generator in a process of its own instead of in-process producers:
+	// through a child api process, or with herald.publish. The dispatcher
+	// runs while it publishes, a burst included.
+	Load string
+	// PerRequest is how many events one load request carries. Defaults
+	// to 1.
+	PerRequest int
+	// Clients is how many load requests are in flight at once. Defaults
+	// to DefaultLoadClients.
+	Clients int
 }
 
+// DefaultLoadClients is how many requests a load generator keeps in
+// flight: 32.
+const DefaultLoadClients = 32
+
 // The scenarios, in the order `bench` runs them. baseline runs right before
-// burst so the two compare the machine at the same moment.
+// burst so the two compare the machine at the same moment, and sql-publish
+// right before the http scenarios it is their baseline for.
 var Scenarios = []Scenario{
 	{
 		Name:     "baseline",
@@ -99,6 +122,50 @@ var Scenarios = []Scenario{
 		Duration:  30 * time.Second,
 		Warmup:    5 * time.Second,
 	},
+	{
+		Name:   "sql-publish",
+		About:  "20,000 events, each its own SELECT herald.publish, from 32 clients in a process of their own, to 1 endpoint",
+		Events: 20_000,
+		Warmup: 2 * time.Second,
+		Load:   LoadSQL,
+	},
+	{
+		Name:   "http-burst",
+		About:  "20,000 single-event POST …/messages from 32 clients in a process of their own, to 1 endpoint",
+		Events: 20_000,
+		Warmup: 2 * time.Second,
+		Load:   LoadHTTP,
+	},
+	{
+		Name:       "http-batch",
+		About:      "the same 20,000 events in batches of 100 (POST …/messages/batch)",
+		Events:     20_000,
+		Warmup:     time.Second,
+		Load:       LoadHTTP,
+		PerRequest: 100,
+	},
+	{
+		Name:     "http-steady-50",
+		About:    "50 single-event requests/s for 40 s to 1 endpoint: the cost of a delivery at a trickle",
+		Rate:     50,
+		Duration: 40 * time.Second,
+		Warmup:   5 * time.Second,
+		Load:     LoadHTTP,
+	},
+	{
+		Name:     "http-steady-1000",
+		About:    "1,000 single-event requests/s for 40 s to 1 endpoint",
+		Rate:     1000,
+		Duration: 40 * time.Second,
+		Warmup:   5 * time.Second,
+		Load:     LoadHTTP,
+	},
+	{
+		Name:    "aged",
+		About:   "burst, steady, a 100,000-delivery replay and the pages on a database with 30 days of history, beside a fresh one",
+		Aged:    true,
+		History: DefaultAgedHistory,
+	},
 }
 
 // Select returns the scenarios named in a comma-separated list, in the
@@ -136,6 +203,12 @@ func find(name string) (Scenario, bool) {
 // the baseline), never more than it has, with its warm-up scaled alike: the
 // smoke test runs every scenario this way in a few seconds.
 func (s Scenario) Shrunk(n int) Scenario {
+	if s.Aged {
+		if n > 0 {
+			s.shrunkTo, s.History = n, min(s.History, n*20)
+		}
+		return s
+	}
 	total := s.events() * s.endpointsPerTenant()
 	if n <= 0 || n >= total {
 		return s
@@ -161,6 +234,13 @@ func (s Scenario) events() int {
 func (s Scenario) tenants() int            { return max(s.Tenants, 1) }
 func (s Scenario) endpointsPerTenant() int { return max(s.EndpointsPerTenant, 1) }
 func (s Scenario) eventsPerTx() int        { return max(s.EventsPerTx, 1) }
+func (s Scenario) perRequest() int         { return max(s.PerRequest, 1) }
+func (s Scenario) clients() int {
+	if s.Clients > 0 {
+		return s.Clients
+	}
+	return DefaultLoadClients
+}
 
 // endpoints is how many endpoints the scenario has.
 func (s Scenario) endpoints() int { return s.tenants() * s.endpointsPerTenant() }

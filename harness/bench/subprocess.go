@@ -12,8 +12,8 @@ import (
 	"time"
 )
 
-// stopTimeout is how long a subprocess dispatcher gets to exit after
-// SIGTERM before it is killed.
+// stopTimeout is how long a child process gets to exit after SIGTERM
+// before it is killed.
 const stopTimeout = 45 * time.Second
 
 // ProcessDispatcher returns a StartDispatcher that runs the dispatcher
@@ -23,31 +23,39 @@ const stopTimeout = 45 * time.Second
 // migrations off: the bench database is migrated already.
 func ProcessDispatcher(path string, args ...string) StartDispatcher {
 	return func(ctx context.Context, url, secretKey string) (RunningDispatcher, error) {
-		cmd := exec.Command(path, args...)
-		cmd.Env = append(os.Environ(),
+		return startProcess("dispatcher", path, args,
 			"HERALD_DATABASE_URL="+url,
 			"HERALD_SECRET_KEY="+secretKey,
 			"HERALD_ALLOW_CIDRS="+LoopbackCIDR,
 			"HERALD_MIGRATE=false",
 		)
-		// The child gets SIGTERM should the bench die first.
-		cmd.SysProcAttr = &syscall.SysProcAttr{Pdeathsig: syscall.SIGTERM}
-		p := &process{cmd: cmd, exited: make(chan struct{})}
-		cmd.Stdout = &p.output
-		cmd.Stderr = &p.output
-		if err := cmd.Start(); err != nil {
-			return nil, fmt.Errorf("start dispatcher %s: %w", path, err)
-		}
-		go func() {
-			p.waitErr = cmd.Wait()
-			close(p.exited)
-		}()
-		return p, nil
 	}
 }
 
-// process is a dispatcher running as a child process.
+// startProcess starts the program at path as a child process with args
+// and env added to this process's environment.
+func startProcess(name, path string, args []string, env ...string) (*process, error) {
+	cmd := exec.Command(path, args...)
+	cmd.Env = append(os.Environ(), env...)
+	// The child gets SIGTERM should the bench die first.
+	cmd.SysProcAttr = &syscall.SysProcAttr{Pdeathsig: syscall.SIGTERM}
+	p := &process{name: name, cmd: cmd, exited: make(chan struct{})}
+	cmd.Stdout = &p.output
+	cmd.Stderr = &p.output
+	if err := cmd.Start(); err != nil {
+		return nil, fmt.Errorf("start %s %s: %w", name, path, err)
+	}
+	go func() {
+		p.waitErr = cmd.Wait()
+		close(p.exited)
+	}()
+	return p, nil
+}
+
+// process is a program (the dispatcher, the api) running as a child
+// process.
 type process struct {
+	name    string
 	cmd     *exec.Cmd
 	output  tail
 	exited  chan struct{}
@@ -79,14 +87,14 @@ func (p *process) Stop(ctx context.Context) (Usage, error) {
 	case <-t.C:
 		_ = p.cmd.Process.Kill()
 		<-p.exited
-		return Usage{}, fmt.Errorf("dispatcher did not exit within %s of SIGTERM; killed it. Its last output:\n%s", stopTimeout, p.output.String())
+		return Usage{}, fmt.Errorf("%s did not exit within %s of SIGTERM; killed it. Its last output:\n%s", p.name, stopTimeout, p.output.String())
 	case <-ctx.Done():
 		_ = p.cmd.Process.Kill()
 		<-p.exited
 		return Usage{}, ctx.Err()
 	}
 	if p.waitErr != nil {
-		return Usage{}, fmt.Errorf("dispatcher exited with %v. Its last output:\n%s", p.waitErr, p.output.String())
+		return Usage{}, fmt.Errorf("%s exited with %v. Its last output:\n%s", p.name, p.waitErr, p.output.String())
 	}
 	return exitedUsage(p.cmd.ProcessState), nil
 }
@@ -96,7 +104,7 @@ func (p *process) exitError() error {
 	if status == nil {
 		status = errors.New("exit status 0")
 	}
-	return fmt.Errorf("dispatcher exited during the run (%v). Its last output:\n%s", status, p.output.String())
+	return fmt.Errorf("%s exited during the run (%v). Its last output:\n%s", p.name, status, p.output.String())
 }
 
 // tail keeps the last lines a process wrote, for error messages.

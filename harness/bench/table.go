@@ -24,10 +24,10 @@ func (r Report) WriteTables(w io.Writer) {
 			fmt.Sprintf("%.2f", res.AttemptsPerDelivery),
 		})
 	}
-	cost := [][]string{{"scenario", "dispatcher CPU s", "Postgres CPU s", "CPU ms/delivery", "peak RSS MB", "rows/delivery", "WAL bytes/delivery", "stored bytes/delivery", "machine busy", "load avg"}}
+	cost := [][]string{{"scenario", "dispatcher CPU s", "api CPU s", "Postgres CPU s", "CPU ms/delivery", "peak RSS MB", "rows/delivery", "WAL bytes/delivery", "stored bytes/delivery", "machine busy", "load avg"}}
 	for _, res := range r.Results {
 		cost = append(cost, []string{
-			res.Scenario, fmt.Sprintf("%.1f", res.DispatcherCPUSeconds), fmt.Sprintf("%.1f", res.PostgresCPUSeconds),
+			res.Scenario, fmt.Sprintf("%.1f", res.DispatcherCPUSeconds), apiCPU(res), fmt.Sprintf("%.1f", res.PostgresCPUSeconds),
 			fmt.Sprintf("%.2f", res.CPUPerDeliveryMS), fmt.Sprintf("%.0f", res.DispatcherPeakRSSMB),
 			fmt.Sprintf("%.1f", res.RowsPerDelivery), count(int(res.WALBytesPerDelivery)), count(int(res.StoredBytesPerDelivery)),
 			fmt.Sprintf("%.0f%%", res.MachineBusy*100), fmt.Sprintf("%.1f", res.LoadAverage),
@@ -42,7 +42,20 @@ func (r Report) WriteTables(w io.Writer) {
 		targets = append(targets, []string{t.Name, t.Want, t.Got, met})
 	}
 
-	for _, table := range [][][]string{speed, cost, targets} {
+	aged := [][]string{{"database", "history", "rows loaded", "fill s", "vacuum s", "first attempts/s", "replay/s", "batch ms, first tenth", "batch ms, last tenth"}}
+	for _, name := range agedPages {
+		aged[0] = append(aged[0], name+" p99 ms")
+	}
+	for _, a := range r.Aged {
+		row := []string{a.Age, count(a.History), count(int(a.Rows)), fmt.Sprintf("%.1f", a.FillSeconds), fmt.Sprintf("%.1f", a.VacuumSeconds),
+			count(int(a.FirstPerSecond)), count(int(a.ReplayPerSecond)), fmt.Sprintf("%.1f", a.BatchFirstMS), fmt.Sprintf("%.1f", a.BatchLastMS)}
+		for _, name := range agedPages {
+			row = append(row, fmt.Sprintf("%.1f", a.Pages[name]))
+		}
+		aged = append(aged, row)
+	}
+
+	for _, table := range [][][]string{speed, cost, aged, targets} {
 		if len(table) == 1 {
 			continue
 		}
@@ -54,6 +67,19 @@ func (r Report) WriteTables(w io.Writer) {
 			fmt.Fprintf(w, "%s: %s\n", res.Scenario, res.Problem)
 		}
 	}
+	for _, a := range r.Aged {
+		if a.Problem != "" {
+			fmt.Fprintf(w, "aged, %s database: %s\n", a.Age, a.Problem)
+		}
+	}
+}
+
+// apiCPU formats the api's CPU time; only the http scenarios have an api.
+func apiCPU(res Result) string {
+	if res.APICPUSeconds == 0 {
+		return "–"
+	}
+	return fmt.Sprintf("%.1f", res.APICPUSeconds)
 }
 
 // latency formats a latency figure; the baseline has none.

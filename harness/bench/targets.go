@@ -2,7 +2,7 @@ package bench
 
 import "fmt"
 
-// Target is one goal of issue 9 and whether the run met it.
+// Target is one goal of issues 9 and 21 and whether the run met it.
 type Target struct {
 	Name string `json:"name"`
 	Want string `json:"want"`
@@ -18,6 +18,18 @@ const (
 	targetSteadyP99        = 100  // milliseconds
 	targetIsolationRatio   = 2.0
 	targetPeakRSSMegabytes = 300
+	// The aged scenario's (issue 16): aged within 15% of fresh, a replay
+	// at half the rate of first attempts, a flat walk, quick pages.
+	targetAgedWithin    = 0.15
+	targetReplayOfFirst = 0.5
+	targetWalkFlat      = 1.5
+	targetMetricsP99    = 50  // milliseconds
+	targetPageP99       = 100 // milliseconds
+	// The publish targets of issue 21.
+	targetHTTPOfSQL       = 0.8
+	targetBatchOverSingle = 10.0
+	targetHTTPDelivered   = 0.8
+	targetTrickleCPURatio = 2.0
 )
 
 // isolationControl names the isolation run without hanging endpoints.
@@ -68,6 +80,110 @@ func evaluate(r Report) []Target {
 			Want: fmt.Sprintf("≤ %.0f× without (%.1f ms)", targetIsolationRatio, control.Latency.P99),
 			Got:  fmt.Sprintf("%.1f ms (%.2f×)", isolation.Latency.P99, ratio),
 			Met:  ratio <= targetIsolationRatio && isolation.Problem == "" && control.Problem == "",
+		})
+	}
+	out = append(out, evaluateAged(r)...)
+	return append(out, publishTargets(r)...)
+}
+
+// evaluateAged checks the aged scenario's targets.
+func evaluateAged(r Report) []Target {
+	var out []Target
+	freshBurst, ok1 := r.result("burst-fresh")
+	agedBurst, ok2 := r.result("burst-aged")
+	if ok1 && ok2 && freshBurst.DeliveredPerSecond > 0 {
+		out = append(out, Target{
+			Name: "aged burst rate",
+			Want: fmt.Sprintf("≥ %.0f%% of fresh (%.0f deliveries/s)", (1-targetAgedWithin)*100, freshBurst.DeliveredPerSecond),
+			Got:  fmt.Sprintf("%.0f deliveries/s (%.0f%%)", agedBurst.DeliveredPerSecond, agedBurst.DeliveredPerSecond/freshBurst.DeliveredPerSecond*100),
+			Met:  agedBurst.DeliveredPerSecond >= (1-targetAgedWithin)*freshBurst.DeliveredPerSecond && agedBurst.Problem == "",
+		})
+	}
+	freshSteady, ok1 := r.result("steady-fresh")
+	agedSteady, ok2 := r.result("steady-aged")
+	if ok1 && ok2 && freshSteady.Latency.P99 > 0 {
+		out = append(out, Target{
+			Name: "aged steady p99",
+			Want: fmt.Sprintf("≤ %.0f%% of fresh (%.1f ms)", (1+targetAgedWithin)*100, freshSteady.Latency.P99),
+			Got:  fmt.Sprintf("%.1f ms (%.0f%%)", agedSteady.Latency.P99, agedSteady.Latency.P99/freshSteady.Latency.P99*100),
+			Met:  agedSteady.Latency.P99 <= (1+targetAgedWithin)*freshSteady.Latency.P99 && agedSteady.Problem == "",
+		})
+	}
+	for _, a := range r.Aged {
+		if a.FirstPerSecond > 0 {
+			out = append(out, Target{
+				Name: fmt.Sprintf("replay of %s to one endpoint, %s", count(a.Replayed), a.Age),
+				Want: fmt.Sprintf("≥ %.0f%% of its first attempts' %.0f/s", targetReplayOfFirst*100, a.FirstPerSecond),
+				Got:  fmt.Sprintf("%.0f/s (%.0f%%)", a.ReplayPerSecond, a.ReplayPerSecond/a.FirstPerSecond*100),
+				Met:  a.ReplayPerSecond >= targetReplayOfFirst*a.FirstPerSecond && a.Problem == "",
+			})
+		}
+		if a.BatchFirstMS > 0 {
+			out = append(out, Target{
+				Name: "replay walk per batch, last tenth vs first, " + a.Age,
+				Want: fmt.Sprintf("≤ %.1f×", targetWalkFlat),
+				Got:  fmt.Sprintf("%.1f ms vs %.1f ms (%.2f×)", a.BatchLastMS, a.BatchFirstMS, a.BatchLastMS/a.BatchFirstMS),
+				Met:  a.BatchLastMS <= targetWalkFlat*a.BatchFirstMS,
+			})
+		}
+		for _, name := range agedPages {
+			want := float64(targetPageP99)
+			if name == pageMetrics {
+				want = targetMetricsP99
+			}
+			got, ok := a.Pages[name]
+			if !ok {
+				continue
+			}
+			out = append(out, Target{
+				Name: fmt.Sprintf("%s p99, %s", name, a.Age),
+				Want: fmt.Sprintf("< %.0f ms", want),
+				Got:  fmt.Sprintf("%.1f ms", got),
+				Met:  got < want,
+			})
+		}
+	}
+	return out
+}
+
+// publishTargets checks the targets of the http scenarios.
+func publishTargets(r Report) []Target {
+	var out []Target
+	single, haveSingle := r.result("http-burst")
+	if sql, ok := r.result("sql-publish"); ok && haveSingle && sql.PublishPerSecond > 0 {
+		share := single.PublishPerSecond / sql.PublishPerSecond
+		out = append(out, Target{
+			Name: "http-burst publish vs sql-publish",
+			Want: fmt.Sprintf("≥ %.0f%% of %.0f events/s", targetHTTPOfSQL*100, sql.PublishPerSecond),
+			Got:  fmt.Sprintf("%.0f events/s (%.0f%%)", single.PublishPerSecond, share*100),
+			Met:  share >= targetHTTPOfSQL && single.Problem == "" && sql.Problem == "",
+		})
+	}
+	if batch, ok := r.result("http-batch"); ok && haveSingle && single.PublishPerSecond > 0 {
+		ratio := batch.PublishPerSecond / single.PublishPerSecond
+		out = append(out, Target{
+			Name: "http-batch publish vs http-burst",
+			Want: fmt.Sprintf("≥ %.0f× %.0f events/s", targetBatchOverSingle, single.PublishPerSecond),
+			Got:  fmt.Sprintf("%.0f events/s (%.1f×)", batch.PublishPerSecond, ratio),
+			Met:  ratio >= targetBatchOverSingle && batch.Problem == "",
+		})
+	}
+	if haveSingle && single.PublishPerSecond > 0 {
+		share := single.DeliveredPerSecond / single.PublishPerSecond
+		out = append(out, Target{
+			Name: "http-burst delivered vs its publish rate",
+			Want: fmt.Sprintf("≥ %.0f%% of %.0f/s", targetHTTPDelivered*100, single.PublishPerSecond),
+			Got:  fmt.Sprintf("%.0f deliveries/s (%.0f%%)", single.DeliveredPerSecond, share*100),
+			Met:  share >= targetHTTPDelivered && single.Problem == "",
+		})
+	}
+	if trickle, ok := r.result("http-steady-50"); ok && haveSingle && single.CPUPerDeliveryMS > 0 {
+		ratio := trickle.CPUPerDeliveryMS / single.CPUPerDeliveryMS
+		out = append(out, Target{
+			Name: "CPU per delivery at 50 events/s vs http-burst",
+			Want: fmt.Sprintf("≤ %.0f× %.2f ms", targetTrickleCPURatio, single.CPUPerDeliveryMS),
+			Got:  fmt.Sprintf("%.2f ms (%.2f×)", trickle.CPUPerDeliveryMS, ratio),
+			Met:  ratio <= targetTrickleCPURatio && trickle.Problem == "",
 		})
 	}
 	return out

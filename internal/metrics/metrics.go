@@ -1,6 +1,11 @@
-// Package metrics exposes Herald's delivery metrics to Prometheus. Every
-// value is read from the database when Prometheus scrapes, so any api
-// replica reports the same numbers and nothing is lost when one restarts.
+// Package metrics exposes the state of Herald's outbox and queue to
+// Prometheus, read from the database when Prometheus scrapes, so any api
+// replica reports the same numbers. Every value comes from an index bounded
+// by what is waiting (the undispatched messages, the live jobs), never by
+// history: no scrape counts delivered messages, deliveries or attempts.
+// Those are counted by the processes that do the work (package delivery's
+// herald_attempts_total and herald_attempt_duration_seconds, on each
+// dispatcher's --metrics-addr), which Prometheus sums across replicas.
 package metrics
 
 import (
@@ -16,17 +21,7 @@ import (
 // ScrapeTimeout bounds the queries of one scrape.
 const ScrapeTimeout = 5 * time.Second
 
-// LatencyBuckets are the attempt-latency histogram's upper bounds in
-// seconds, up to the delivery timeout's ceiling.
-var LatencyBuckets = []float64{0.01, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 15, 30}
-
 var (
-	deliveriesDesc = prometheus.NewDesc("herald_deliveries",
-		"Deliveries by status (pending, succeeded, failed, cancelled, skipped).", []string{"status"}, nil)
-	attemptsDesc = prometheus.NewDesc("herald_attempts_total",
-		"Delivery attempts by outcome.", []string{"outcome"}, nil)
-	latencyDesc = prometheus.NewDesc("herald_attempt_duration_seconds",
-		"How long delivery attempts took, from request start to response or error.", nil, nil)
 	backlogDesc = prometheus.NewDesc("herald_outbox_backlog",
 		"Published messages not yet dispatched into deliveries.", nil, nil)
 	oldestDesc = prometheus.NewDesc("herald_outbox_oldest_undispatched_age_seconds",
@@ -51,7 +46,7 @@ func NewCollector(pool *pgxpool.Pool, logger *slog.Logger) *Collector {
 
 // Describe implements prometheus.Collector.
 func (c *Collector) Describe(ch chan<- *prometheus.Desc) {
-	for _, d := range []*prometheus.Desc{deliveriesDesc, attemptsDesc, latencyDesc, backlogDesc, oldestDesc, queueDesc, upDesc} {
+	for _, d := range []*prometheus.Desc{backlogDesc, oldestDesc, queueDesc, upDesc} {
 		ch <- d
 	}
 }
@@ -76,46 +71,6 @@ func (c *Collector) collect(ctx context.Context, ch chan<- prometheus.Metric) er
 	}
 	defer func() { _ = tx.Rollback(ctx) }()
 
-	if err := labelled(ctx, tx, countDeliveriesByStatus, ch, deliveriesDesc, prometheus.GaugeValue); err != nil {
-		return err
-	}
-	if err := labelled(ctx, tx, countAttemptsByOutcome, ch, attemptsDesc, prometheus.CounterValue); err != nil {
-		return err
-	}
-
-	bounds := make([]float64, len(LatencyBuckets))
-	for i, b := range LatencyBuckets {
-		bounds[i] = b*1000 + 1
-	}
-	rows, err := tx.Query(ctx, attemptLatencyBuckets, bounds)
-	if err != nil {
-		return err
-	}
-	var (
-		perBucket = make([]uint64, len(LatencyBuckets)+1)
-		count     uint64
-		sumMS     float64
-		index     int
-		n         int64
-		sum       float64
-	)
-	_, err = pgx.ForEachRow(rows, []any{&index, &n, &sum}, func() error {
-		perBucket[index] += uint64(n)
-		count += uint64(n)
-		sumMS += sum
-		return nil
-	})
-	if err != nil {
-		return err
-	}
-	buckets := make(map[float64]uint64, len(LatencyBuckets))
-	var cumulative uint64
-	for i, b := range LatencyBuckets {
-		cumulative += perBucket[i]
-		buckets[b] = cumulative
-	}
-	ch <- prometheus.MustNewConstHistogram(latencyDesc, count, sumMS/1000, buckets)
-
 	var backlog int64
 	var oldest float64
 	if err := tx.QueryRow(ctx, outboxBacklog).Scan(&backlog, &oldest); err != nil {
@@ -124,28 +79,16 @@ func (c *Collector) collect(ctx context.Context, ch chan<- prometheus.Metric) er
 	ch <- prometheus.MustNewConstMetric(backlogDesc, prometheus.GaugeValue, float64(backlog))
 	ch <- prometheus.MustNewConstMetric(oldestDesc, prometheus.GaugeValue, oldest)
 
-	rows, err = tx.Query(ctx, queueDepth)
+	rows, err := tx.Query(ctx, queueDepth)
 	if err != nil {
 		return err
 	}
-	var queue, state string
+	var (
+		queue, state string
+		n            int64
+	)
 	_, err = pgx.ForEachRow(rows, []any{&queue, &state, &n}, func() error {
 		ch <- prometheus.MustNewConstMetric(queueDesc, prometheus.GaugeValue, float64(n), queue, state)
-		return nil
-	})
-	return err
-}
-
-// labelled emits one metric per (label, count) row of query.
-func labelled(ctx context.Context, tx pgx.Tx, query string, ch chan<- prometheus.Metric, desc *prometheus.Desc, kind prometheus.ValueType) error {
-	rows, err := tx.Query(ctx, query)
-	if err != nil {
-		return err
-	}
-	var label string
-	var n int64
-	_, err = pgx.ForEachRow(rows, []any{&label, &n}, func() error {
-		ch <- prometheus.MustNewConstMetric(desc, kind, float64(n), label)
 		return nil
 	})
 	return err

@@ -16,8 +16,8 @@ RETURNING id, tenant_id, event_type, object_id, object_version, body, created_at
 
 // insertDelivery takes the tenant from the endpoint, as the fan-out does.
 const insertDelivery = `
-INSERT INTO herald.deliveries (id, message_id, endpoint_id, tenant_id, status, first_attempt_at, completed_at)
-SELECT $1, $2, e.id, e.tenant_id, $4, $5, $6 FROM herald.endpoints e WHERE e.id = $3
+INSERT INTO herald.deliveries (id, message_id, endpoint_id, tenant_id, status, first_attempt_at, completed_at, created_at)
+SELECT $1, $2, e.id, e.tenant_id, $4, $5, $6, coalesce($7, now()) FROM herald.endpoints e WHERE e.id = $3
 RETURNING id, message_id, endpoint_id, tenant_id, status, first_attempt_at, completed_at, created_at`
 
 const selectEndpointTenant = `SELECT tenant_id FROM herald.endpoints WHERE id = $1`

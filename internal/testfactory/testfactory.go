@@ -164,6 +164,8 @@ type DeliveryOpts struct {
 	FirstAttemptAt *time.Time
 	// CompletedAt defaults to nil: not settled.
 	CompletedAt *time.Time
+	// CreatedAt defaults to the database's now().
+	CreatedAt *time.Time
 }
 
 // DeliveryRow is an inserted delivery.
@@ -190,7 +192,7 @@ func Delivery(tb testing.TB, db DB, opts *DeliveryOpts) DeliveryRow {
 	}
 	var r DeliveryRow
 	err := db.QueryRow(tb.Context(), insertDelivery, newID(o.ID), o.MessageID, o.EndpointID,
-		cmp.Or(o.Status, deliverystatus.Pending), o.FirstAttemptAt, o.CompletedAt).
+		cmp.Or(o.Status, deliverystatus.Pending), o.FirstAttemptAt, o.CompletedAt, o.CreatedAt).
 		Scan(&r.ID, &r.MessageID, &r.EndpointID, &r.TenantID, &r.Status, &r.FirstAttemptAt, &r.CompletedAt, &r.CreatedAt)
 	if errors.Is(err, pgx.ErrNoRows) {
 		err = fmt.Errorf("endpoint %s does not exist", o.EndpointID)

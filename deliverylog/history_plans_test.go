@@ -1,0 +1,44 @@
+package deliverylog
+
+import (
+	"testing"
+	"time"
+
+	"github.com/google/uuid"
+
+	"github.com/heraldhq/herald/internal/historyplan"
+)
+
+// Every list and lookup of the delivery log (the API's and the portal's)
+// reads history through an index (issue 16, item 3).
+func TestHistoryQueriesUseIndexes(t *testing.T) {
+	t.Parallel()
+	pool, s := historyplan.NewPool(t)
+	var (
+		none    *time.Time
+		noID    *uuid.UUID
+		noText  *string
+		status  = "failed"
+		ep      = &s.EndpointID
+		weekAgo = time.Now().Add(-7 * 24 * time.Hour)
+	)
+	historyplan.Check(t, pool, []historyplan.Query{
+		{Name: "messages: first page", SQL: listMessages, Args: []any{s.TenantID, noText, noText, noID, none, none, none, noID, 51, ScanBudget}},
+		{Name: "messages: next page", SQL: listMessages, Args: []any{s.TenantID, noText, noText, noID, none, none, &s.DeliveryAt, &s.MessageID, 51, ScanBudget},
+			IndexConds: []string{"ROW(created_at, id) < ROW("}},
+		{Name: "messages: by status and endpoint", SQL: listMessages, Args: []any{s.TenantID, noText, &status, ep, none, none, none, noID, 51, ScanBudget}},
+		{Name: "messages: by type since a week", SQL: listMessageSummaries, Args: []any{s.TenantID, "invoice.paid", noText, noID, &weekAgo, none, none, noID, 51, ScanBudget}},
+		{Name: "messages: where the walk ends", SQL: walkEnd, Args: []any{s.TenantID, none, none, &s.DeliveryAt, &s.MessageID, ScanBudget},
+			IndexConds: []string{"ROW(created_at, id) < ROW("}},
+		{Name: "message", SQL: selectMessage, Args: []any{s.TenantID, s.MessageID}},
+		{Name: "message: deliveries", SQL: listDeliveries, Args: []any{s.TenantID, s.MessageID}},
+		{Name: "messages: their deliveries", SQL: listDeliveriesOfMessages, Args: []any{s.TenantID, []uuid.UUID{s.MessageID}}},
+		{Name: "endpoint: recent deliveries", SQL: listRecentDeliveries, Args: []any{s.TenantID, s.EndpointID, 50}},
+		{Name: "delivery", SQL: selectDelivery, Args: []any{s.TenantID, s.DeliveryID}},
+		{Name: "message: attempts", SQL: listMessageAttempts, Args: []any{s.TenantID, s.MessageID, none, none, none, noID, 51}},
+		{Name: "message: attempts by delivery", SQL: listAttemptsByDelivery, Args: []any{s.TenantID, s.MessageID}},
+		{Name: "endpoint: attempts, next page", SQL: listEndpointAttempts, Args: []any{s.TenantID, s.EndpointID, none, none, &s.DeliveryAt, &s.DeliveryID, 51},
+			IndexConds: []string{"ROW(started_at, id) < ROW("}},
+		{Name: "attempt", SQL: selectAttempt, Args: []any{s.TenantID, s.AttemptID}},
+	})
+}

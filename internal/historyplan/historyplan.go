@@ -1,0 +1,364 @@
+// Package historyplan checks that the queries Herald runs on history find
+// their rows through an index. Each package that queries history lists
+// its queries in a test (history_plans_test.go) and runs them through
+// Check on a database cloned from Filled: enough history, vacuumed and
+// analysed, that the planner reads a big table through an index whenever
+// one serves the query. docs/history-queries.md lists the same queries with
+// the index each uses.
+package historyplan
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"reflect"
+	"slices"
+	"strings"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/google/uuid"
+	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgxpool"
+
+	"github.com/heraldhq/herald/internal/historyfill"
+	"github.com/heraldhq/herald/internal/pgtest"
+	"github.com/heraldhq/herald/migrations"
+)
+
+// HistoryTables are the tables that grow with traffic. A sequential scan
+// of one of them, or of one of its partitions (see IsHistory), fails
+// Check.
+var HistoryTables = []string{"messages", "deliveries", "attempts", "replay_deliveries", "idempotency_records"}
+
+// The filled template's shape: a hot endpoint (HotTenant's) with
+// hotDeliveries of the history, and background tenants with the rest.
+const (
+	// HotTenant is the tenant of the hot endpoint.
+	HotTenant         = "history_hot"
+	hotDeliveries     = 40_000
+	backgroundHistory = 160_000
+)
+
+// Filled is Herald's migrated schema with a history of 200,000 deliveries
+// over 30 days, vacuumed and analysed. Its fingerprint follows the
+// migrations', so a changed schema gets a fresh fill.
+var Filled = pgtest.Template{Name: "history", Fingerprint: migrations.Fingerprint() + "h3", Migrate: fill}
+
+func fill(ctx context.Context, pool *pgxpool.Pool) error {
+	if err := migrations.Apply(ctx, pool); err != nil {
+		return err
+	}
+	hot := uuid.Must(uuid.NewV7())
+	if _, err := pool.Exec(ctx, `INSERT INTO herald.tenants (id) VALUES ($1)`, HotTenant); err != nil {
+		return err
+	}
+	if _, err := pool.Exec(ctx, `INSERT INTO herald.endpoints (id, tenant_id, url, created_at) VALUES ($1, $2, 'https://hot.invalid/hook', now() - interval '31 days')`, hot, HotTenant); err != nil {
+		return err
+	}
+	_, err := historyfill.Fill(ctx, pool, historyfill.Spec{
+		Deliveries: backgroundHistory,
+		Streams:    []historyfill.Stream{{TenantID: HotTenant, EndpointID: hot, Deliveries: hotDeliveries}},
+	})
+	return err
+}
+
+// Sample names rows of the filled history to use as query arguments.
+type Sample struct {
+	// TenantID and EndpointID are the hot endpoint's.
+	TenantID   string
+	EndpointID uuid.UUID
+	// MessageID, DeliveryID and AttemptID are one of its deliveries in the
+	// middle of the history, with that delivery's message and attempt.
+	MessageID, DeliveryID, AttemptID uuid.UUID
+	// DeliveryAt is when that delivery was created.
+	DeliveryAt time.Time
+	// ReplayID is a replay of a background endpoint.
+	ReplayID uuid.UUID
+	// End is when the history ends (the template may have been filled days
+	// before the test runs). A query whose bound is relative to now takes
+	// an argument relative to End where it can.
+	End time.Time
+}
+
+// NewPool returns a pool on a fresh clone of Filled and a Sample of it.
+func NewPool(t testing.TB) (*pgxpool.Pool, Sample) {
+	t.Helper()
+	pool := pgtest.NewPoolFrom(t, Filled)
+	var s Sample
+	err := pool.QueryRow(t.Context(), `
+SELECT e.tenant_id, e.id, d.message_id, d.id, a.id, d.created_at, (SELECT id FROM herald.replays ORDER BY id LIMIT 1),
+  (SELECT max(created_at) FROM herald.deliveries)
+FROM herald.endpoints e
+CROSS JOIN LATERAL (SELECT * FROM herald.deliveries d WHERE d.endpoint_id = e.id
+                    ORDER BY d.created_at, d.id OFFSET $2 LIMIT 1) d
+CROSS JOIN LATERAL (SELECT id FROM herald.attempts a WHERE a.delivery_id = d.id LIMIT 1) a
+WHERE e.tenant_id = $1`, HotTenant, hotDeliveries/2).Scan(&s.TenantID, &s.EndpointID, &s.MessageID, &s.DeliveryID, &s.AttemptID, &s.DeliveryAt, &s.ReplayID, &s.End)
+	if err != nil {
+		t.Fatalf("historyplan: sample the filled history: %v", err)
+	}
+	return pool, s
+}
+
+// Query is one query Herald runs on history, as its package runs it.
+type Query struct {
+	// Name says what runs it; docs/history-queries.md uses the same names.
+	Name string
+	SQL  string
+	Args []any
+	// IndexConds are fragments that must appear in the plan's index
+	// conditions, for a query whose bound is more than "not a sequential
+	// scan": a keyset walk's cursor, which as a mere filter would have each
+	// page re-read everything before it.
+	IndexConds []string
+	// Uses are indexes the plan must read, where another would serve it
+	// worse.
+	Uses []string
+	// Setup runs before the query in its transaction, as the package does
+	// (SET LOCAL enable_seqscan = off, say).
+	Setup []string
+}
+
+// Check plans each query twice, with its arguments (a custom plan) and as
+// a generic plan (what a prepared statement may settle on after a few
+// runs), and fails the test for each plan that scans a history table
+// sequentially. Nothing runs: EXPLAIN only plans, and the transaction is
+// rolled back.
+func Check(t *testing.T, pool *pgxpool.Pool, queries []Query) {
+	t.Helper()
+	for _, q := range queries {
+		for _, generic := range []bool{false, true} {
+			plan, err := explain(t.Context(), pool, q, generic)
+			if err != nil {
+				t.Errorf("%s: %v", q.Name, err)
+				continue
+			}
+			for _, want := range q.IndexConds {
+				if !strings.Contains(strings.Join(indexConds(plan), "\n"), want) {
+					t.Errorf("%s: its %s plan's index conditions do not include %q:\n%s", q.Name, kindOf(generic), want, textPlan(t.Context(), pool, q, generic))
+				}
+			}
+			for _, want := range q.Uses {
+				if !slices.Contains(indexNames(plan), want) {
+					t.Errorf("%s: its %s plan does not read %s:\n%s", q.Name, kindOf(generic), want, textPlan(t.Context(), pool, q, generic))
+				}
+			}
+			if scans := SeqScans(plan); len(scans) > 0 {
+				t.Errorf("%s: its %s plan scans %s sequentially; give it an index path (see docs/history-queries.md):\n%s",
+					q.Name, kindOf(generic), strings.Join(scans, ", "), textPlan(t.Context(), pool, q, generic))
+			}
+		}
+	}
+}
+
+func kindOf(generic bool) string {
+	if generic {
+		return "generic"
+	}
+	return "custom"
+}
+
+// SeqScans returns the history tables (or their partitions) that a JSON
+// plan (EXPLAIN (FORMAT JSON)) scans sequentially.
+func SeqScans(planJSON []byte) []string {
+	if !json.Valid(planJSON) {
+		return []string{"(an unreadable plan)"}
+	}
+	return collect(planJSON, func(n node) string {
+		if n.NodeType == "Seq Scan" && IsHistory(n.Relation) {
+			return n.Relation
+		}
+		return ""
+	})
+}
+
+// IsHistory reports whether relation is a history table or a partition of
+// one: the table's name, "_p" and a digit or underscore
+// (deliveries_p20261203, deliveries_p_default), or "_default".
+func IsHistory(relation string) bool {
+	for _, t := range HistoryTables {
+		rest, ok := strings.CutPrefix(relation, t)
+		if !ok {
+			continue
+		}
+		if rest == "" || rest == "_default" {
+			return true
+		}
+		if p, ok := strings.CutPrefix(rest, "_p"); ok && p != "" && (p[0] == '_' || p[0] >= '0' && p[0] <= '9') {
+			return true
+		}
+	}
+	return false
+}
+
+type node struct {
+	NodeType  string `json:"Node Type"`
+	Relation  string `json:"Relation Name"`
+	IndexCond string `json:"Index Cond"`
+	IndexName string `json:"Index Name"`
+	Plans     []node `json:"Plans"`
+}
+
+// indexConds returns the index conditions of a JSON plan's nodes.
+func indexConds(planJSON []byte) []string {
+	return collect(planJSON, func(n node) string { return n.IndexCond })
+}
+
+// indexNames returns the indexes a JSON plan reads.
+func indexNames(planJSON []byte) []string {
+	return collect(planJSON, func(n node) string { return n.IndexName })
+}
+
+// collect returns field of every node of a JSON plan where it is set.
+func collect(planJSON []byte, field func(node) string) []string {
+	var plans []struct {
+		Plan node `json:"Plan"`
+	}
+	if json.Unmarshal(planJSON, &plans) != nil {
+		return nil
+	}
+	var found []string
+	var walk func(n node)
+	walk = func(n node) {
+		if v := field(n); v != "" {
+			found = append(found, v)
+		}
+		for _, c := range n.Plans {
+			walk(c)
+		}
+	}
+	for _, p := range plans {
+		walk(p.Plan)
+	}
+	return found
+}
+
+func explain(ctx context.Context, pool *pgxpool.Pool, q Query, generic bool) ([]byte, error) {
+	var plan []byte
+	err := inTx(ctx, pool, q, generic, "FORMAT JSON", func(tx pgx.Tx, sql string, args []any) error {
+		return tx.QueryRow(ctx, sql, args...).Scan(&plan)
+	})
+	return plan, err
+}
+
+func textPlan(ctx context.Context, pool *pgxpool.Pool, q Query, generic bool) string {
+	var b strings.Builder
+	err := inTx(ctx, pool, q, generic, "FORMAT TEXT", func(tx pgx.Tx, sql string, args []any) error {
+		rows, err := tx.Query(ctx, sql, args...)
+		if err != nil {
+			return err
+		}
+		var line string
+		_, err = pgx.ForEachRow(rows, []any{&line}, func() error {
+			b.WriteString("    " + line + "\n")
+			return nil
+		})
+		return err
+	})
+	if err != nil {
+		return err.Error()
+	}
+	return b.String()
+}
+
+// prepared numbers the statements inTx prepares.
+var prepared atomic.Int64
+
+// inTx runs an EXPLAIN of q in a transaction that is rolled back. A
+// generic plan is had by preparing q and explaining its execution with
+// plan_cache_mode = force_generic_plan.
+func inTx(ctx context.Context, pool *pgxpool.Pool, q Query, generic bool, format string, run func(tx pgx.Tx, sql string, args []any) error) error {
+	tx, err := pool.Begin(ctx)
+	if err != nil {
+		return err
+	}
+	defer func() { _ = tx.Rollback(context.WithoutCancel(ctx)) }()
+	for _, s := range q.Setup {
+		if _, err := tx.Exec(ctx, s); err != nil {
+			return fmt.Errorf("setup %q: %w", s, err)
+		}
+	}
+	if !generic {
+		return run(tx, "EXPLAIN ("+format+") "+q.SQL, q.Args)
+	}
+	if _, err := tx.Exec(ctx, "SET LOCAL plan_cache_mode = force_generic_plan"); err != nil {
+		return err
+	}
+	// A prepared statement outlives the transaction; each gets a name of
+	// its own, deallocated when the transaction ends with its connection.
+	name := fmt.Sprintf("historyplan_%d", prepared.Add(1))
+	if _, err := tx.Exec(ctx, "PREPARE "+name+" AS "+q.SQL); err != nil {
+		return fmt.Errorf("prepare: %w", err)
+	}
+	defer func() { _, _ = tx.Conn().Exec(context.WithoutCancel(ctx), "DEALLOCATE "+name) }()
+	literals := make([]string, len(q.Args))
+	for i, a := range q.Args {
+		l, err := literal(a)
+		if err != nil {
+			return fmt.Errorf("argument $%d: %w", i+1, err)
+		}
+		literals[i] = l
+	}
+	sql := "EXPLAIN (" + format + ") EXECUTE " + name
+	if len(literals) > 0 {
+		sql += "(" + strings.Join(literals, ", ") + ")"
+	}
+	return run(tx, sql, nil)
+}
+
+// literal writes a query argument as an SQL literal for EXECUTE, whose
+// arguments cannot be parameters of the statement around it.
+func literal(a any) (string, error) {
+	if a == nil {
+		return "NULL", nil
+	}
+	v := reflect.ValueOf(a)
+	switch {
+	case v.Kind() == reflect.Pointer:
+		if v.IsNil() {
+			return "NULL", nil
+		}
+		return literal(v.Elem().Interface())
+	case v.Kind() == reflect.Slice && v.Type().Elem().Kind() != reflect.Uint8:
+		elems := make([]string, v.Len())
+		for i := range elems {
+			e := v.Index(i)
+			if e.Kind() == reflect.Pointer && e.IsNil() {
+				elems[i] = "NULL"
+				continue
+			}
+			if e.Kind() == reflect.Pointer {
+				e = e.Elem()
+			}
+			text, err := plain(e.Interface())
+			if err != nil {
+				return "", err
+			}
+			elems[i] = `"` + strings.NewReplacer(`\`, `\\`, `"`, `\"`).Replace(text) + `"`
+		}
+		return quote("{" + strings.Join(elems, ",") + "}"), nil
+	}
+	text, err := plain(a)
+	if err != nil {
+		return "", err
+	}
+	return quote(text), nil
+}
+
+// plain is a scalar argument as Postgres reads it from text.
+func plain(a any) (string, error) {
+	switch v := a.(type) {
+	case string:
+		return v, nil
+	case uuid.UUID:
+		return v.String(), nil
+	case time.Time:
+		return v.Format(time.RFC3339Nano), nil
+	case int, int32, int64, float64, bool:
+		return fmt.Sprint(v), nil
+	}
+	return "", fmt.Errorf("historyplan cannot write a %T as a literal; pass a string, uuid, time, number or bool, a slice of one or a pointer to one", a)
+}
+
+func quote(s string) string { return "'" + strings.ReplaceAll(s, "'", "''") + "'" }
