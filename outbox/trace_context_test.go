@@ -91,3 +91,73 @@ func TestSQLPublishTraceparent(t *testing.T) {
 	require.ErrorAs(t, err, &pgErr)
 	require.Contains(t, pgErr.Message, `herald.publish: traceparent "nope" is not a W3C traceparent`)
 }
+
+// PublishMany keeps the producer's trace context on every message of the
+// batch; with a tracer provider installed the batch is one span, a child
+// of the producer's, and the messages carry its context. Not parallel: it
+// installs the global provider.
+func TestPublishManyKeepsTheProducersTraceContext(t *testing.T) {
+	b, ctx := setup(t)
+
+	untraced, err := outbox.PublishManyPool(ctx, b.pool, []outbox.Message{invoicePaid("inv_1")})
+	require.NoError(t, err)
+	require.Nil(t, b.traceparent(t, ctx, untraced[0]), "a producer that does not trace stores no context")
+
+	tx, err := b.pool.Begin(ctx)
+	require.NoError(t, err)
+	traced, err := outbox.PublishMany(trace.ContextWithSpanContext(ctx, producerSpan), tx, []outbox.Message{invoicePaid("inv_2"), invoicePaid("inv_3")})
+	require.NoError(t, err)
+	require.NoError(t, tx.Commit(ctx))
+	for _, p := range traced {
+		tp := b.traceparent(t, ctx, p)
+		require.NotNil(t, tp)
+		require.Equal(t, "00-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-01", *tp)
+	}
+
+	spans := tracetest.NewSpanRecorder()
+	otel.SetTracerProvider(sdktrace.NewTracerProvider(sdktrace.WithSpanProcessor(spans)))
+	t.Cleanup(func() { otel.SetTracerProvider(noop.NewTracerProvider()) })
+	published, err := outbox.PublishManyPool(trace.ContextWithSpanContext(ctx, producerSpan), b.pool, []outbox.Message{invoicePaid("inv_4"), invoicePaid("inv_5")})
+	require.NoError(t, err)
+	ended := spans.Ended()
+	require.Len(t, ended, 1)
+	span := ended[0]
+	require.Equal(t, "herald.publish_many", span.Name())
+	require.Equal(t, producerSpan.SpanID(), span.Parent().SpanID())
+	for _, p := range published {
+		tp := b.traceparent(t, ctx, p)
+		require.NotNil(t, tp)
+		require.Equal(t, "00-"+span.SpanContext().TraceID().String()+"-"+span.SpanContext().SpanID().String()+"-01", *tp)
+	}
+}
+
+// herald.publish_many takes the batch's traceparent and refuses one that
+// is malformed, publishing nothing.
+func TestSQLPublishManyTraceparent(t *testing.T) {
+	t.Parallel()
+	b, ctx := setup(t)
+
+	rows, err := b.pool.Query(ctx, `SELECT message_id FROM herald.publish_many('acme',
+		'[{"type": "invoice.paid", "object_id": "inv_1", "data": {}}, {"type": "invoice.paid", "object_id": "inv_2", "data": {}}]',
+		traceparent => '00-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-01')`)
+	require.NoError(t, err)
+	var published []outbox.Published
+	for rows.Next() {
+		var p outbox.Published
+		require.NoError(t, rows.Scan(&p.ID))
+		published = append(published, p)
+	}
+	require.NoError(t, rows.Err())
+	require.Len(t, published, 2)
+	for _, p := range published {
+		tp := b.traceparent(t, ctx, p)
+		require.NotNil(t, tp)
+		require.Equal(t, "00-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-01", *tp)
+	}
+
+	_, err = b.pool.Exec(ctx, `SELECT * FROM herald.publish_many('acme', '[{"type": "invoice.paid", "object_id": "inv_3", "data": {}}]', traceparent => 'nope')`)
+	var pgErr *pgconn.PgError
+	require.ErrorAs(t, err, &pgErr)
+	require.Contains(t, pgErr.Message, `herald.publish_many: traceparent "nope" is not a W3C traceparent`)
+	require.Equal(t, 2, b.messageCount(t, ctx), "nothing of the refused batch is published")
+}

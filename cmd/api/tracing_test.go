@@ -57,6 +57,28 @@ func TestRequestSpansContinueTheCallersTrace(t *testing.T) {
 	require.Equal(t, server.SpanID, publish.ParentSpanID, "the publish is a child of the request")
 	require.Equal(t, "acme", publish.Attributes["herald.tenant"])
 
+	// The batch publish continues the caller's trace the same way, with
+	// one span for the batch.
+	const batchCaller = "00f067aa0ba902b8"
+	req, err = http.NewRequest("POST", base+"/v1/tenants/acme/messages/batch", strings.NewReader(`{"events":[{"event_type":"invoice.paid","object_id":"inv_2","data":{}},{"event_type":"invoice.paid","object_id":"inv_3","data":{}}]}`))
+	require.NoError(t, err)
+	req.Header.Set("Authorization", "Bearer "+bootstrapKey)
+	req.Header.Set("Content-Type", "application/json")
+	req.Header.Set("traceparent", "00-"+traceID+"-"+batchCaller+"-01")
+	resp, err = http.DefaultClient.Do(req)
+	require.NoError(t, err)
+	require.NoError(t, resp.Body.Close())
+	require.Equal(t, http.StatusAccepted, resp.StatusCode)
+	batchServer := collector.WaitFor(t, 10*time.Second, "the batch request's", func(s otlptest.Span) bool {
+		return s.TraceID == traceID && s.ParentSpanID == batchCaller
+	})
+	require.Equal(t, "POST /v1/tenants/{tenantID}/messages/batch", batchServer.Name)
+	batch := collector.WaitFor(t, 10*time.Second, "herald.publish_many", func(s otlptest.Span) bool {
+		return s.TraceID == traceID && s.Name == "herald.publish_many"
+	})
+	require.Equal(t, batchServer.SpanID, batch.ParentSpanID, "the batch is a child of the request")
+	require.Equal(t, "acme", batch.Attributes["herald.tenant"])
+
 	other := collector.WaitFor(t, 10*time.Second, "the tenant's creation", func(s otlptest.Span) bool { return s.Name == "POST /v1/tenants" })
 	require.Empty(t, other.ParentSpanID, "a request without traceparent starts a trace")
 	for _, s := range collector.Spans() {
