@@ -412,11 +412,21 @@ func checkArrivals(r *Report, messages map[string]message, arrivals []arrival, a
 			unrecorded[a.webhookID] = append(unrecorded[a.webhookID], a)
 		}
 	}
+	resentAt := make(map[string]time.Time)
+	for _, w := range r.resent {
+		resentAt[w.webhookID] = w.resentAt
+	}
 	for id, left := range unrecorded {
 		slices.SortFunc(left, func(a, b arrival) int { return a.at.Compare(b.at) })
 		available := slices.Clone(jobErrors[id])
 		for _, a := range left {
 			r.Unrecorded++
+			if at, ok := resentAt[id]; ok && !a.at.After(at) {
+				// In flight when its delivery was resent: the resend's
+				// generation fenced it out (replay.ResendTx).
+				r.UnrecordedResent++
+				continue
+			}
 			i := slices.IndexFunc(available, func(e jobError) bool { return e.explains(a.at, r.Config.SenderTimeout) })
 			if i < 0 {
 				unexplained = append(unexplained, fmt.Sprintf("%s at %s (%s)", a.webhookID, a.at.Format(time.RFC3339Nano), a.answer()))

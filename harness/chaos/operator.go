@@ -42,6 +42,9 @@ type waitingDelivery struct {
 	message    uuid.UUID
 	webhookID  string
 	endpointID uuid.UUID
+	// resentAt is when a resend of the delivery committed (zero if it was
+	// not resent): an attempt in flight then is fenced out, not recorded.
+	resentAt time.Time
 }
 
 // lockWaiting locks, in tx, up to n delivery jobs of endpoint waiting for a
@@ -89,6 +92,9 @@ func (o *operator) resend(ctx context.Context, endpoint uuid.UUID, n int) ([]wai
 		resent = pending
 		return nil
 	})
+	for i := range resent {
+		resent[i].resentAt = time.Now()
+	}
 	return resent, err
 }
 

@@ -54,8 +54,10 @@ type Report struct {
 	// Unrecorded counts requests no attempt row accounts for: attempts cut
 	// short before they were recorded, because their dispatcher was killed
 	// (UnrecordedKill: River rescued the job) or the database failed
-	// (UnrecordedOutage: River recorded the job's error).
-	Unrecorded, UnrecordedKill, UnrecordedOutage int
+	// (UnrecordedOutage: River recorded the job's error), or their delivery
+	// was resent while they were in flight (UnrecordedResent: the resend's
+	// generation fenced them out).
+	Unrecorded, UnrecordedKill, UnrecordedOutage, UnrecordedResent int
 
 	// DuplicatesDelivered counts requests carrying an event the consumer's
 	// inbox already held; DuplicatesAbsorbed those of them that changed
@@ -174,7 +176,7 @@ func (r *Report) WriteTable(w io.Writer) error {
 	for _, label := range slices.Sorted(maps.Keys(r.RequestsBy)) {
 		row("  "+label, r.RequestsBy[label], "")
 	}
-	row("  not in the attempt log", r.Unrecorded, fmt.Sprintf("sent, then cut short before being recorded: dispatcher killed (%d, River rescued the job), database away or black-holed (%d, the job errored)", r.UnrecordedKill, r.UnrecordedOutage))
+	row("  not in the attempt log", r.Unrecorded, fmt.Sprintf("sent, then cut short before being recorded: dispatcher killed (%d, River rescued the job), database away or black-holed (%d, the job errored), resent while in flight (%d, fenced out)", r.UnrecordedKill, r.UnrecordedOutage, r.UnrecordedResent))
 	row("duplicates delivered", r.DuplicatesDelivered, "requests for an event the consumer's inbox already held")
 	row("duplicates absorbed", r.DuplicatesAbsorbed, "of those, changed nothing")
 	row("two attempts in flight at once", r.InFlightAtOnce, "requests of one delivery that arrived while an earlier one was still in flight at the consumer")
