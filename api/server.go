@@ -23,6 +23,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus/promhttp"
 	"github.com/riverqueue/river"
 	"github.com/riverqueue/river/riverdriver/riverpgxv5"
+	"go.opentelemetry.io/otel/trace"
 
 	"github.com/heraldhq/herald/internal/auth"
 	"github.com/heraldhq/herald/internal/clientaddr"
@@ -74,6 +75,15 @@ type Config struct {
 	// scrape config. Empty (the default) serves /metrics to anyone who
 	// reaches the api, as it is meant for a private network.
 	MetricsToken string
+	// TracerProvider, when set, receives a span per request (see
+	// traceRequests); a request's traceparent header makes it a child of
+	// the caller's span. Defaults to nil: no spans.
+	TracerProvider trace.TracerProvider
+	// QueueDashboard, when set, is served at QueueDashboardPath to
+	// operators only (an operator API key as a bearer token, or signed in
+	// on its page); see NewQueueDashboard. Defaults to nil: not served,
+	// and the path answers 404.
+	QueueDashboard http.Handler
 	// KeyCache, when set, answers most API-key lookups from memory; the
 	// program runs its Listen, which makes a revocation on any replica
 	// empty it. Nil (the default) looks every key up.
@@ -103,6 +113,7 @@ type Server struct {
 	keys              *auth.KeyCache
 	metricsToken      string
 	jobs              replay.Inserter
+	tracer            trace.TracerProvider
 	router            chi.Router
 	// lastPrune is when this process last pruned idempotency records, in
 	// unix nanoseconds.
@@ -128,6 +139,7 @@ func New(cfg Config) (*Server, error) {
 		limits:       cfg.Limits,
 		keys:         cfg.KeyCache,
 		metricsToken: cfg.MetricsToken,
+		tracer:       cfg.TracerProvider,
 	}
 	if err := clientaddr.CheckHeader(cfg.TrustedProxyHeader); err != nil {
 		return nil, fmt.Errorf("api: Config.TrustedProxyHeader: %w", err)
@@ -167,16 +179,16 @@ func New(cfg Config) (*Server, error) {
 		collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}),
 		metrics.NewCollector(cfg.Pool, s.logger),
 	)
-	s.router = s.routes(registry, cfg.Portal)
+	s.router = s.routes(registry, cfg.Portal, cfg.QueueDashboard)
 	return s, nil
 }
 
 // Handler returns the HTTP handler serving every route.
 func (s *Server) Handler() http.Handler { return s.router }
 
-func (s *Server) routes(registry *prometheus.Registry, portal http.Handler) chi.Router {
+func (s *Server) routes(registry *prometheus.Registry, portal, queueDashboard http.Handler) chi.Router {
 	r := chi.NewRouter()
-	r.Use(withRequestID, s.clients.Middleware, s.logRequests, s.recoverPanics)
+	r.Use(traceRequests(s.tracer), withRequestID, s.clients.Middleware, s.logRequests, s.recoverPanics)
 	r.NotFound(func(w http.ResponseWriter, r *http.Request) {
 		writeProblem(w, r, problem(http.StatusNotFound, "not-found", "no route matches "+r.Method+" "+r.URL.Path+"; see /openapi.json for the routes"))
 	})
@@ -190,6 +202,9 @@ func (s *Server) routes(registry *prometheus.Registry, portal http.Handler) chi.
 	r.Get("/openapi.json", serveOpenAPI)
 	if portal != nil {
 		r.Mount("/portal", portal)
+	}
+	if queueDashboard != nil {
+		r.Mount(QueueDashboardPath, s.queueDashboardRoutes(queueDashboard))
 	}
 
 	r.Route("/v1", func(r chi.Router) {

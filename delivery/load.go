@@ -31,10 +31,13 @@ type progress struct {
 // loaded is what one attempt needs to know of its delivery.
 type loaded struct {
 	progress
-	id              uuid.UUID
-	nextAttemptAt   time.Time // zero when not set
-	messageID       uuid.UUID
-	body            []byte
+	id            uuid.UUID
+	nextAttemptAt time.Time // zero when not set
+	messageID     uuid.UUID
+	body          []byte
+	// traceparent is the context of the span that published the message
+	// (see outbox.Publish); empty when it was published without one.
+	traceparent     string
 	endpointID      uuid.UUID
 	url             string
 	endpointEnabled bool
@@ -76,9 +79,10 @@ func (w *Worker) loadMany(ctx context.Context, ids []uuid.UUID) ([]*loaded, erro
 			d            loaded
 			next, expire *time.Time
 			body         string
+			traceparent  *string
 		)
 		_, err := pgx.ForEachRow(rows, []any{&d.id, &d.status, &d.attemptCount, &d.attemptsBeforeRequeue, &d.firstAttempt, &d.generation, &next,
-			&d.messageID, &body, &d.endpointID, &d.url, &d.endpointEnabled, &d.rateLimit, &d.secrets, &expire}, func() error {
+			&d.messageID, &body, &traceparent, &d.endpointID, &d.url, &d.endpointEnabled, &d.rateLimit, &d.secrets, &expire}, func() error {
 			one := d
 			one.nextAttemptAt, one.secretsExpire = time.Time{}, time.Time{}
 			if next != nil {
@@ -88,6 +92,10 @@ func (w *Worker) loadMany(ctx context.Context, ids []uuid.UUID) ([]*loaded, erro
 				one.secretsExpire = *expire
 			}
 			one.body = []byte(body)
+			one.traceparent = ""
+			if traceparent != nil {
+				one.traceparent = *traceparent
+			}
 			byID[one.id] = &one
 			return nil
 		})

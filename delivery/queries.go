@@ -8,7 +8,7 @@ const (
 	// when the first of them expires: the worker reuses secrets it read
 	// while these are unchanged.
 	loadDeliveries = `SELECT d.id, d.status, d.attempt_count, d.attempts_before_requeue, d.first_attempt_at, d.generation, d.next_attempt_at,
-    d.message_id, m.body, d.endpoint_id, e.url, e.enabled, coalesce(e.rate_limit, 0),
+    d.message_id, m.body, m.traceparent, d.endpoint_id, e.url, e.enabled, coalesce(e.rate_limit, 0),
     coalesce(s.ids, ''), s.first_expiry
 FROM herald.deliveries d
 JOIN herald.messages m ON m.id = d.message_id

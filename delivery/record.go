@@ -200,6 +200,7 @@ func (w *Worker) apply(ctx context.Context, rs []recording) ([]applied, error) {
 			out[i].next = *next
 		}
 		w.log(ctx, rs[i].d, decisions[i].number, decisions[i].outcome)
+		w.traceAttempt(rs[i], decisions[i])
 		w.metrics.observe(decisions[i].outcome.Verdict, rs[i].a.duration)
 	}
 	return out, nil

@@ -15,6 +15,7 @@ import (
 	"time"
 
 	"github.com/google/uuid"
+	"go.opentelemetry.io/otel/trace"
 
 	"github.com/heraldhq/herald/internal/sanitize"
 	"github.com/heraldhq/herald/signing"
@@ -48,6 +49,9 @@ type attempt struct {
 	headers map[string]string
 	result  Result
 	excerpt string
+	// job is the span context of the River job that made the attempt
+	// (otelriver's work span), which the attempt's span links to.
+	job trace.SpanContext
 }
 
 // MessageHeaderID returns the webhook-id of a message: "msg_" and its id.
@@ -74,6 +78,7 @@ func (w *Worker) send(ctx context.Context, d loaded) attempt {
 // secretsErr is set, sends nothing and says why) and POSTs it to target.
 func (w *Worker) post(ctx context.Context, target string, messageID uuid.UUID, body []byte, secrets []signing.Secret, secretsErr error) (a attempt) {
 	a.startedAt = w.now()
+	a.job = trace.SpanContextFromContext(ctx)
 	defer func() { a.duration = w.now().Sub(a.startedAt) }()
 
 	ctx, cancel := context.WithTimeout(ctx, w.timeout)

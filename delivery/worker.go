@@ -14,6 +14,7 @@ import (
 	"github.com/jackc/pgx/v5/pgconn"
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/riverqueue/river"
+	"go.opentelemetry.io/otel/trace"
 
 	"github.com/heraldhq/herald/health"
 	"github.com/heraldhq/herald/internal/batcher"
@@ -147,6 +148,10 @@ type Config struct {
 	Registerer prometheus.Registerer
 	// Logger receives the worker's logs. Defaults to slog.Default().
 	Logger *slog.Logger
+	// TracerProvider receives a span per recorded attempt, in the trace of
+	// the span that published its message (see traceAttempt). Defaults to
+	// nil: no spans.
+	TracerProvider trace.TracerProvider
 }
 
 // The round trips workers share (package internal/batcher): loading
@@ -194,6 +199,7 @@ type Worker struct {
 	faultLog      faultLog
 	loads         *batcher.Batcher[uuid.UUID, *loaded]
 	successes     *batcher.Batcher[recording, applied]
+	tracer        trace.Tracer // nil: no spans
 }
 
 // NewWorker checks cfg and returns a Worker.
@@ -248,6 +254,9 @@ func NewWorker(cfg Config) (*Worker, error) {
 	}
 	if w.now == nil {
 		w.now = time.Now
+	}
+	if cfg.TracerProvider != nil {
+		w.tracer = cfg.TracerProvider.Tracer(TracerName)
 	}
 	if w.userAgent == "" {
 		w.userAgent = "Herald/" + version.String()

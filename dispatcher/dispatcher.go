@@ -24,6 +24,9 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/riverqueue/river"
 	"github.com/riverqueue/river/riverdriver/riverpgxv5"
+	"github.com/riverqueue/river/rivertype"
+	"github.com/riverqueue/rivercontrib/otelriver"
+	"go.opentelemetry.io/otel/trace"
 
 	"github.com/heraldhq/herald/delivery"
 	"github.com/heraldhq/herald/migrations"
@@ -149,6 +152,13 @@ type Config struct {
 	// Logger receives the dispatcher's and River's logs. Defaults to
 	// slog.Default().
 	Logger *slog.Logger
+	// TracerProvider receives the dispatcher's spans: every fan-out
+	// transaction, each traced message's part of it in its producer's trace
+	// (FanOutMessageSpanName), River's jobs (otelriver, with the inserter's
+	// trace context carried in job metadata) and, unless
+	// Delivery.TracerProvider is set, every attempt. Defaults to nil: no
+	// spans.
+	TracerProvider trace.TracerProvider
 }
 
 // Dispatcher drains the outbox and delivers webhooks until its Run context
@@ -162,6 +172,7 @@ type Dispatcher struct {
 	fanOutTimeout time.Duration
 	grace         time.Duration
 	clock         *clockCheck
+	tracer        trace.Tracer // nil: no spans
 }
 
 // New checks cfg and builds a Dispatcher; nothing runs until Run.
@@ -178,6 +189,9 @@ func New(cfg Config) (*Dispatcher, error) {
 		deliveryCfg.DB = cfg.Pool
 	}
 	deliveryCfg.Logger = cmp.Or(deliveryCfg.Logger, logger)
+	if deliveryCfg.TracerProvider == nil {
+		deliveryCfg.TracerProvider = cfg.TracerProvider
+	}
 	now := deliveryCfg.Now
 	if now == nil {
 		now = time.Now
@@ -232,6 +246,18 @@ func New(cfg Config) (*Dispatcher, error) {
 		func() (river.JobArgs, *river.InsertOpts) { return reconcileArgs{}, nil },
 		&river.PeriodicJobOpts{RunOnStart: true},
 	)}
+	var (
+		middleware []rivertype.Middleware
+		tracer     trace.Tracer
+	)
+	if cfg.TracerProvider != nil {
+		tracer = cfg.TracerProvider.Tracer(TracerName)
+		middleware = append(middleware, otelriver.NewMiddleware(&otelriver.MiddlewareConfig{
+			TracerProvider:              cfg.TracerProvider,
+			EnableTracePropagation:      true,
+			EnableWorkSpanJobKindSuffix: true,
+		}))
+	}
 	client, err := river.NewClient(riverpgxv5.New(cfg.Pool), &river.Config{
 		Schema:               migrations.Schema,
 		Queues:               map[string]river.QueueConfig{delivery.Queue: {MaxWorkers: cmp.Or(cfg.Workers, DefaultWorkers)}},
@@ -244,6 +270,7 @@ func New(cfg Config) (*Dispatcher, error) {
 		FetchCooldown:        FetchCooldown,
 		FetchPollInterval:    max(min(pollInterval, JobPollInterval), FetchCooldown),
 		Logger:               logger,
+		Middleware:           middleware,
 	})
 	if err != nil {
 		return nil, fmt.Errorf("dispatcher: River client: %w", err)
@@ -257,6 +284,7 @@ func New(cfg Config) (*Dispatcher, error) {
 		fanOutTimeout: cmp.Or(cfg.FanOutTimeout, DefaultFanOutTimeout),
 		grace:         cmp.Or(cfg.ShutdownGrace, DefaultShutdownGrace),
 		clock:         clock,
+		tracer:        tracer,
 	}, nil
 }
 

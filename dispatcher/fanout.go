@@ -53,6 +53,7 @@ const rollbackTimeout = 5 * time.Second
 // transaction must end within the fan-out timeout (Config.FanOutTimeout),
 // or it is rolled back and its messages are claimed again by the next.
 func (d *Dispatcher) fanOut(ctx context.Context) (claimed int, more bool, err error) {
+	start := time.Now()
 	ctx, cancel := context.WithTimeout(ctx, d.fanOutTimeout)
 	defer cancel()
 	tx, err := d.pool.Begin(ctx)
@@ -69,6 +70,7 @@ func (d *Dispatcher) fanOut(ctx context.Context) (claimed int, more bool, err er
 	var (
 		groups  jobGroups
 		created int
+		traced  []tracedMessage
 	)
 	for claimed < FanOutLimit && created < FanOutLimit {
 		batch, err := claim(ctx, tx, d.batchSize)
@@ -76,6 +78,7 @@ func (d *Dispatcher) fanOut(ctx context.Context) (claimed int, more bool, err er
 			return 0, false, err
 		}
 		claimed += batch.messages
+		traced = append(traced, batch.traced...)
 		more = batch.messages == d.batchSize
 		if len(batch.deliveries) > 0 {
 			n, err := createDeliveries(ctx, tx, batch, &groups)
@@ -99,6 +102,7 @@ func (d *Dispatcher) fanOut(ctx context.Context) (claimed int, more bool, err er
 	if err := tx.Commit(ctx); err != nil {
 		return 0, false, fmt.Errorf("commit fan-out: %w", err)
 	}
+	d.traceFanOut(start, claimed, created, traced)
 	return claimed, more, nil
 }
 
@@ -176,6 +180,8 @@ func (g *jobGroups) jobs() []river.InsertManyParams {
 type claimed struct {
 	messages   int
 	deliveries []newDelivery
+	// traced are the claimed messages published with a trace context.
+	traced []tracedMessage
 }
 
 // newDelivery is a delivery to create: a row of insertDeliveries.
@@ -205,20 +211,27 @@ func claim(ctx context.Context, tx pgx.Tx, limit int) (claimed, error) {
 		return claimed{}, fmt.Errorf("claim messages: %w", err)
 	}
 	var (
-		b          claimed
-		messageID  uuid.UUID
-		tenantID   string
-		endpointID *uuid.UUID
-		enabled    bool
-		seen       = make(map[uuid.UUID]bool)
+		b           claimed
+		messageID   uuid.UUID
+		tenantID    string
+		endpointID  *uuid.UUID
+		traceparent *string
+		enabled     bool
+		seen        = make(map[uuid.UUID]bool)
 	)
-	_, err = pgx.ForEachRow(rows, []any{&messageID, &tenantID, &endpointID, &enabled}, func() error {
+	_, err = pgx.ForEachRow(rows, []any{&messageID, &tenantID, &traceparent, &endpointID, &enabled}, func() error {
 		if !seen[messageID] {
 			seen[messageID] = true
 			b.messages++
+			if traceparent != nil {
+				b.traced = append(b.traced, tracedMessage{id: messageID, traceparent: *traceparent})
+			}
 		}
 		if endpointID == nil {
 			return nil // no endpoint subscribes to it
+		}
+		if traceparent != nil {
+			b.traced[len(b.traced)-1].endpoints++
 		}
 		id, err := uuid.NewV7()
 		if err != nil {

@@ -8,11 +8,12 @@ const (
 	// dispatcher holds, marks them dispatched (effective when the
 	// transaction commits) and returns each with every endpoint of its
 	// tenant subscribed to its type, enabled or not; a message without any
-	// comes back once with a NULL endpoint. Rows come message by message,
+	// comes back once with a NULL endpoint. Each row carries its message's
+	// traceparent, for the fan-out's span in the producer's trace. Rows come message by message,
 	// so the jobs, fetched in insertion order, alternate between endpoints
 	// instead of queueing one endpoint's deliveries behind each other.
 	claimMessages = `WITH claimed AS (
-    SELECT id, tenant_id, event_type, created_at
+    SELECT id, tenant_id, event_type, created_at, traceparent
     FROM herald.messages
     WHERE dispatched_at IS NULL
     ORDER BY created_at, id
@@ -23,7 +24,7 @@ const (
     FROM claimed c
     WHERE m.id = c.id
 )
-SELECT c.id, c.tenant_id, e.id, coalesce(e.enabled, false)
+SELECT c.id, c.tenant_id, c.traceparent, e.id, coalesce(e.enabled, false)
 FROM claimed c
 LEFT JOIN herald.endpoints e
     ON e.tenant_id = c.tenant_id

@@ -10,7 +10,40 @@ import (
 	"github.com/google/uuid"
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgxpool"
+	"go.opentelemetry.io/otel"
+	"go.opentelemetry.io/otel/attribute"
+	"go.opentelemetry.io/otel/codes"
+	"go.opentelemetry.io/otel/trace"
 )
+
+// tracerName names the tracer of Publish's spans, by OpenTelemetry's
+// convention the instrumenting package's import path.
+const tracerName = "github.com/heraldhq/herald/outbox"
+
+// traceparent is sc as a W3C traceparent header value, or nil when sc is
+// not valid (the producer is not tracing).
+func traceparent(sc trace.SpanContext) *string {
+	if !sc.IsValid() {
+		return nil
+	}
+	tp := "00-" + sc.TraceID().String() + "-" + sc.SpanID().String() + "-" + sc.TraceFlags().String()
+	return &tp
+}
+
+// endSpan records the publish's result on its span and ends it.
+func endSpan(span trace.Span, p Published, err error) {
+	if err != nil {
+		span.RecordError(err)
+		span.SetStatus(codes.Error, err.Error())
+	} else {
+		span.SetAttributes(
+			attribute.String("herald.message_id", p.ID.String()),
+			attribute.Int64("herald.object_version", p.Version),
+			attribute.Bool("herald.duplicate", p.Duplicate),
+		)
+	}
+	span.End()
+}
 
 // Publish publishes msg inside the producer's transaction tx. The message is
 // visible to the dispatcher, and the object's version taken, only when tx
@@ -21,7 +54,14 @@ import (
 // Bad input returns a *ValidationError and leaves tx usable: the producer can
 // still commit its other work. Any other error comes from the database and
 // aborts tx like a failed statement would.
-func Publish(ctx context.Context, tx pgx.Tx, msg Message) (Published, error) {
+//
+// The publish is an OpenTelemetry span, "herald.publish", from the global
+// tracer provider (otel.SetTracerProvider; a no-op until the program
+// installs one), a child of the span in ctx. The message keeps that span's
+// context as its traceparent, so the spans of its fan-out and of every
+// attempt to deliver it join the producer's trace. A ctx without a span
+// context stores none.
+func Publish(ctx context.Context, tx pgx.Tx, msg Message) (p Published, err error) {
 	if tx == nil {
 		return Published{}, errors.New("publish: the transaction is nil; pass the producer's pgx.Tx")
 	}
@@ -31,11 +71,23 @@ func Publish(ctx context.Context, tx pgx.Tx, msg Message) (Published, error) {
 // PublishPool publishes msg on pool in one statement, which is its own
 // transaction: one round trip to Postgres. Use it for events that go with
 // no other write.
+//
+// The publish is a span as for Publish.
 func PublishPool(ctx context.Context, pool *pgxpool.Pool, msg Message) (Published, error) {
 	return publishOne(ctx, pool, msg)
 }
 
-func publishOne(ctx context.Context, db querier, msg Message) (Published, error) {
+// publishOne publishes msg in a "herald.publish" span, whose context the
+// message keeps.
+func publishOne(ctx context.Context, db querier, msg Message) (p Published, err error) {
+	ctx, span := otel.Tracer(tracerName).Start(ctx, "herald.publish",
+		trace.WithSpanKind(trace.SpanKindProducer),
+		trace.WithAttributes(
+			attribute.String("herald.tenant", msg.Tenant),
+			attribute.String("herald.event_type", msg.Type),
+			attribute.String("herald.object_id", msg.ObjectID),
+		))
+	defer func() { endSpan(span, p, err) }()
 	published, err := publishMany(ctx, db, []Message{msg})
 	var batch *BatchError
 	if errors.As(err, &batch) {
@@ -62,7 +114,8 @@ type querier interface {
 }
 
 // publishMany publishes msgs in one statement and returns what it
-// published, in order; see PublishMany for its errors.
+// published, in order; see PublishMany for its errors. The messages keep
+// the span context in ctx as their traceparent.
 func publishMany(ctx context.Context, db querier, msgs []Message) ([]Published, error) {
 	if len(msgs) == 0 {
 		return nil, nil
@@ -97,7 +150,7 @@ func publishMany(ctx context.Context, db querier, msgs []Message) ([]Published, 
 	if len(bad.Items) > 0 {
 		return nil, &bad
 	}
-	rows, err := db.Query(ctx, tryPublishMany, tenant, types, objects, data, keys)
+	rows, err := db.Query(ctx, tryPublishMany, tenant, types, objects, data, keys, traceparent(trace.SpanContextFromContext(ctx)))
 	if err != nil {
 		return nil, err
 	}

@@ -8,6 +8,10 @@ import (
 
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgxpool"
+	"go.opentelemetry.io/otel"
+	"go.opentelemetry.io/otel/attribute"
+	"go.opentelemetry.io/otel/codes"
+	"go.opentelemetry.io/otel/trace"
 )
 
 // MaxBatch is the most messages PublishMany (and herald.publish_many, and
@@ -28,22 +32,38 @@ const MaxBatch = 1000
 // index, with its first problem. A key repeated inside msgs is a problem
 // of the later message. Either way nothing is published and tx is left
 // usable. Any other error comes from the database and aborts tx.
+//
+// The batch is one span, "herald.publish_many", made as Publish makes its
+// own; every message keeps that span's context as its traceparent.
 func PublishMany(ctx context.Context, tx pgx.Tx, msgs []Message) ([]Published, error) {
 	if tx == nil {
 		return nil, errors.New("publish many: the transaction is nil; pass the producer's pgx.Tx")
 	}
-	return wrapMany(publishMany(ctx, tx, msgs))
+	return publishBatch(ctx, tx, msgs)
 }
 
 // PublishManyPool is PublishMany on pool: the statement is its own
 // transaction.
 func PublishManyPool(ctx context.Context, pool *pgxpool.Pool, msgs []Message) ([]Published, error) {
-	return wrapMany(publishMany(ctx, pool, msgs))
+	return publishBatch(ctx, pool, msgs)
 }
 
-func wrapMany(p []Published, err error) ([]Published, error) {
+// publishBatch publishes msgs in a "herald.publish_many" span, whose
+// context the messages keep.
+func publishBatch(ctx context.Context, db querier, msgs []Message) ([]Published, error) {
+	attrs := []attribute.KeyValue{attribute.Int("herald.batch_size", len(msgs))}
+	if len(msgs) > 0 {
+		attrs = append(attrs, attribute.String("herald.tenant", msgs[0].Tenant))
+	}
+	ctx, span := otel.Tracer(tracerName).Start(ctx, "herald.publish_many",
+		trace.WithSpanKind(trace.SpanKindProducer), trace.WithAttributes(attrs...))
+	defer span.End()
+	p, err := publishMany(ctx, db, msgs)
 	if err != nil {
-		return nil, fmt.Errorf("publish many: %w", err)
+		err = fmt.Errorf("publish many: %w", err)
+		span.RecordError(err)
+		span.SetStatus(codes.Error, err.Error())
+		return nil, err
 	}
 	return p, nil
 }

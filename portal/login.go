@@ -30,8 +30,9 @@ import (
 // The POST is protected like every other form, with no session yet to tie a
 // token to: the page sets loginCookieName to a random nonce and the form
 // carries loginCSRF(nonce, link token). Another site cannot read the cookie
-// (HttpOnly), nor get it sent with its own posts (SameSite=Strict), so it
-// cannot sign a visitor in to the attacker's tenant (login CSRF); the
+// (HttpOnly), nor get it sent with its own posts (SameSite=Strict; None in
+// a permitted frame, see embedding.go, where the token alone stops it), so
+// it cannot sign a visitor in to the attacker's tenant (login CSRF); the
 // Origin header, when present, must be this host as well.
 
 // loginCookieName holds the nonce the sign-in form's token is derived from.
@@ -82,15 +83,9 @@ func (p *Portal) confirmLogin(w http.ResponseWriter, r *http.Request) {
 	}
 	nonce := loginNonce(r)
 	page.CSRF = loginCSRF(nonce, token)
-	http.SetCookie(w, &http.Cookie{
-		Name:     loginCookieName,
-		Value:    nonce,
-		Path:     auth.PortalLoginPath,
-		MaxAge:   int(loginCookieTTL / time.Second),
-		HttpOnly: true,
-		Secure:   p.secure(r),
-		SameSite: http.SameSiteStrictMode,
-	})
+	c := p.cookie(r, loginCookieName, nonce, auth.PortalLoginPath, http.SameSiteStrictMode)
+	c.MaxAge = int(loginCookieTTL / time.Second)
+	http.SetCookie(w, c)
 	p.render(w, r, http.StatusOK, "login", layoutData{Title: "Open the webhook portal", Data: page})
 }
 
@@ -121,17 +116,12 @@ func (p *Portal) login(w http.ResponseWriter, r *http.Request) {
 			return
 		}
 	}
-	http.SetCookie(w, &http.Cookie{Name: loginCookieName, Value: "", Path: auth.PortalLoginPath, MaxAge: -1, HttpOnly: true, Secure: p.secure(r), SameSite: http.SameSiteStrictMode})
-	http.SetCookie(w, &http.Cookie{
-		Name:     cookieName,
-		Value:    s.Token,
-		Path:     Path,
-		Expires:  s.ExpiresAt,
-		MaxAge:   int(time.Until(s.ExpiresAt).Seconds()),
-		HttpOnly: true,
-		Secure:   p.secure(r),
-		SameSite: http.SameSiteLaxMode,
-	})
+	spent := p.cookie(r, loginCookieName, "", auth.PortalLoginPath, http.SameSiteStrictMode)
+	spent.MaxAge = -1
+	http.SetCookie(w, spent)
+	session := p.cookie(r, cookieName, s.Token, Path, http.SameSiteLaxMode)
+	session.Expires, session.MaxAge = s.ExpiresAt, int(time.Until(s.ExpiresAt).Seconds())
+	http.SetCookie(w, session)
 	http.Redirect(w, r, Path+"/endpoints", http.StatusSeeOther)
 }
 

@@ -3,10 +3,13 @@ package portal_test
 import (
 	"os"
 	"testing"
+
+	"github.com/heraldhq/herald/internal/browsertest"
 )
 
 func TestMain(m *testing.M) {
 	code := m.Run()
 	stopBrowser()
+	browsertest.Stop()
 	os.Exit(code)
 }

@@ -67,6 +67,14 @@ type Config struct {
 	// clientaddr.From finds it. Give the API the same one. Defaults to a
 	// FailureThrottle with auth's defaults: 20 failures, then one a second.
 	AuthThrottle *auth.FailureThrottle
+	// FrameAncestors are the origins whose pages may embed the portal in a
+	// frame, each as ParseFrameAncestors gives them ("https://app.example.com").
+	// Cookies then work inside such a frame over TLS (see embedding.go).
+	// Defaults to none: no page may frame the portal.
+	FrameAncestors []string
+	// Branding is the portal's product name, accent colour, logo and
+	// support link (see Branding.Validate). Defaults to Herald's own look.
+	Branding Branding
 }
 
 // Portal is the customer portal's HTTP handler. Mount it at Path.
@@ -80,6 +88,8 @@ type Portal struct {
 	pages  *pages
 	assets *assets
 	router chi.Router
+	// csp is the Content-Security-Policy of every response.
+	csp string
 }
 
 // New builds the portal. It fails only when Pool or Store is missing.
@@ -102,6 +112,14 @@ func New(cfg Config) (*Portal, error) {
 			return nil, fmt.Errorf("portal: %w", err)
 		}
 	}
+	for _, origin := range cfg.FrameAncestors {
+		if _, err := checkFrameAncestor(origin); err != nil {
+			return nil, fmt.Errorf("portal: Config.FrameAncestors: %w", err)
+		}
+	}
+	if err := cfg.Branding.Validate(""); err != nil {
+		return nil, fmt.Errorf("portal: Config.Branding: %w", err)
+	}
 	as, err := loadAssets()
 	if err != nil {
 		return nil, err
@@ -116,7 +134,8 @@ func New(cfg Config) (*Portal, error) {
 	if err != nil {
 		return nil, fmt.Errorf("portal: River client: %w", err)
 	}
-	p := &Portal{cfg: cfg, pool: cfg.Pool, store: cfg.Store, jobs: jobs, limits: cfg.Limits, logger: cfg.Logger, pages: pg, assets: as}
+	p := &Portal{cfg: cfg, pool: cfg.Pool, store: cfg.Store, jobs: jobs, limits: cfg.Limits, logger: cfg.Logger, pages: pg, assets: as,
+		csp: contentSecurityPolicy(cfg.FrameAncestors, cfg.Branding.logoOrigin())}
 	p.router = p.routes()
 	return p, nil
 }
@@ -129,12 +148,13 @@ func (p *Portal) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 
 func (p *Portal) routes() chi.Router {
 	r := chi.NewRouter()
-	r.Use(securityHeaders)
+	r.Use(p.securityHeaders)
 	r.NotFound(func(w http.ResponseWriter, r *http.Request) { p.renderError(w, r, nil, errNotFound) })
 	r.MethodNotAllowed(func(w http.ResponseWriter, r *http.Request) {
 		p.renderError(w, r, nil, &pageError{status: http.StatusMethodNotAllowed, heading: "Not allowed", message: "This page cannot be used that way. Use the buttons and links on the portal's pages."})
 	})
 	r.Get("/static/{name}", p.assets.serve)
+	r.Get("/brand.css", p.brandStylesheet)
 	r.Get("/login", p.confirmLogin)
 	r.Post("/login", p.login)
 

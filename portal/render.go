@@ -30,7 +30,17 @@ type layoutData struct {
 	// Reload, when above zero, reloads the page every Reload seconds in
 	// every browser (a running receiver check).
 	Reload int
-	Data   any
+	// Brand is the portal's branding (Config.Branding); render sets it.
+	Brand brand
+	Data  any
+}
+
+// brand is what the layout shows of Config.Branding.
+type brand struct {
+	ProductName string
+	LogoURL     string
+	SupportURL  string
+	Stylesheet  bool // an accent colour is set: link brand.css
 }
 
 // pages holds one parsed template set per page file, each with the shared
@@ -70,6 +80,8 @@ func (p *Portal) render(w http.ResponseWriter, r *http.Request, status int, name
 		p.fail(w, r, fmt.Errorf("portal: no template %q", name))
 		return
 	}
+	b := p.cfg.Branding
+	pg.Brand = brand{ProductName: b.productName(), LogoURL: b.LogoURL, SupportURL: b.SupportURL, Stylesheet: b.AccentColor != ""}
 	var buf bytes.Buffer
 	if err := t.ExecuteTemplate(&buf, "layout", pg); err != nil {
 		p.fail(w, r, fmt.Errorf("portal: render %s: %w", name, err))

@@ -20,7 +20,8 @@ import (
 
 // cookieName holds the portal session token. The cookie is scoped to Path,
 // HttpOnly (no script can read it), SameSite=Lax (not sent with cross-site
-// form posts) and Secure on TLS.
+// form posts; SameSite=None inside a permitted frame, see embedding.go) and
+// Secure on TLS.
 const cookieName = "herald_portal"
 
 // maxFormBytes bounds a form body; the largest form (an endpoint) is far
@@ -126,13 +127,19 @@ func (p *Portal) requireSession(next http.Handler) http.Handler {
 	})
 }
 
-// sameOrigin reports whether the request's Origin header, when present,
-// names this host. Browsers send Origin with every POST ("null" from
-// sandboxed or privacy-stripped contexts, which is refused); its absence
-// (older clients) leaves the CSRF token as the check. The portal's
-// Referrer-Policy is same-origin, not no-referrer, because with no-referrer
-// browsers send "null" for the portal's own forms.
+// sameOrigin reports whether the request came from the portal's own pages,
+// as far as the browser says: Sec-Fetch-Site, when sent, must be
+// same-origin (a form inside a frame on another site is still same-origin
+// with the portal: the frame's document is the portal's), and the Origin
+// header, when present, must name this host. Browsers send Origin with
+// every POST ("null" from sandboxed or privacy-stripped contexts, which is
+// refused); its absence (older clients) leaves the CSRF token as the
+// check. The portal's Referrer-Policy is same-origin, not no-referrer,
+// because with no-referrer browsers send "null" for the portal's own forms.
 func sameOrigin(r *http.Request) bool {
+	if site := r.Header.Get("Sec-Fetch-Site"); site != "" && site != "same-origin" {
+		return false
+	}
 	origin := r.Header.Get("Origin")
 	if origin == "" {
 		return true
@@ -156,7 +163,9 @@ func (p *Portal) logout(w http.ResponseWriter, r *http.Request, s *session) erro
 	if err := auth.EndPortalSession(r.Context(), p.pool, s.token); err != nil {
 		return err
 	}
-	http.SetCookie(w, &http.Cookie{Name: cookieName, Value: "", Path: Path, MaxAge: -1, HttpOnly: true, Secure: p.secure(r), SameSite: http.SameSiteLaxMode})
+	ended := p.cookie(r, cookieName, "", Path, http.SameSiteLaxMode)
+	ended.MaxAge = -1
+	http.SetCookie(w, ended)
 	p.render(w, r, http.StatusOK, "error", layoutData{Title: "Signed out", Data: struct{ Heading, Message string }{
 		"Signed out", "You have left the webhook portal. Open it again from the application that sent you here.",
 	}})

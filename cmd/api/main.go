@@ -65,9 +65,14 @@ type settings struct {
 	authFailureInterval time.Duration
 	metricsToken        string
 	limits              flagenv.Limits
-	keyCacheTTL         time.Duration
-	maxBatchBodyBytes   int64
-	pprofAddr           string
+	queueDashboard      bool
+	// frameAncestors is --portal-frame-ancestors as given: a
+	// comma-separated list of origins, checked by portal.ParseFrameAncestors.
+	frameAncestors    string
+	branding          portal.Branding
+	keyCacheTTL       time.Duration
+	maxBatchBodyBytes int64
+	pprofAddr         string
 }
 
 func (s *settings) register(fs *flagenv.FlagSet) {
@@ -92,6 +97,18 @@ func (s *settings) register(fs *flagenv.FlagSet) {
 	fs.StringVar(&s.metricsToken, "metrics-token", "", "bearer token that /metrics requires; empty serves /metrics without authentication")
 	fs.Env("metrics-token", "HERALD_METRICS_TOKEN")
 	fs.LimitsVar(&s.limits)
+	fs.BoolVar(&s.queueDashboard, "queue-dashboard", false, "serve River UI, the queue dashboard, at "+api.QueueDashboardPath+"/ to operators (an operator API key)")
+	fs.Env("queue-dashboard", "HERALD_QUEUE_DASHBOARD")
+	fs.StringVar(&s.frameAncestors, "portal-frame-ancestors", "", "comma-separated `origins` whose pages may embed the portal in a frame, like https://app.example.com; empty lets none. Over TLS the portal's cookies then work inside the frame (SameSite=None; Secure; Partitioned)")
+	fs.Env("portal-frame-ancestors", "HERALD_PORTAL_FRAME_ANCESTORS")
+	fs.StringVar(&s.branding.ProductName, "portal-product-name", "", "the portal's name in titles and its header; empty means "+portal.DefaultProductName)
+	fs.Env("portal-product-name", "HERALD_PORTAL_PRODUCT_NAME")
+	fs.StringVar(&s.branding.AccentColor, "portal-accent-color", "", "`colour` of the portal's links and buttons in hex, like #2f5bd3; empty keeps the portal's own")
+	fs.Env("portal-accent-color", "HERALD_PORTAL_ACCENT_COLOR")
+	fs.StringVar(&s.branding.LogoURL, "portal-logo-url", "", "https `URL` of a logo for the portal's header; empty shows the product name")
+	fs.Env("portal-logo-url", "HERALD_PORTAL_LOGO_URL")
+	fs.StringVar(&s.branding.SupportURL, "portal-support-url", "", "https `URL` the portal's header links to as Support; empty shows no link")
+	fs.Env("portal-support-url", "HERALD_PORTAL_SUPPORT_URL")
 	fs.DurationVar(&s.keyCacheTTL, "api-key-cache-ttl", auth.DefaultKeyCacheTTL, "how long an API key that authenticated is trusted without a lookup; a revocation on any replica ends it at once; negative looks every key up")
 	fs.Env("api-key-cache-ttl", "HERALD_API_KEY_CACHE_TTL")
 	fs.Int64Var(&s.maxBatchBodyBytes, "max-batch-body-bytes", api.DefaultMaxBatchBodyBytes, "largest body of a batch publish (POST …/messages/batch)")
@@ -125,6 +142,13 @@ func run(args []string) error {
 	if err != nil {
 		return err
 	}
+	frameAncestors, err := portal.ParseFrameAncestors(s.frameAncestors)
+	if err != nil {
+		return fmt.Errorf("--portal-frame-ancestors: %w", err)
+	}
+	if err := s.branding.Validate("--portal-"); err != nil {
+		return err
+	}
 	logger := s.logFormat.Logger()
 	box, err := flagenv.SecretBox()
 	if err != nil {
@@ -137,6 +161,11 @@ func run(args []string) error {
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
 
+	tracing, err := flagenv.StartTracing(ctx, "herald-api")
+	if err != nil {
+		return err
+	}
+	defer tracing.Stop(logger)
 	pool, err := s.db.Open(ctx, logger)
 	if err != nil {
 		return err
@@ -178,10 +207,18 @@ func run(args []string) error {
 		Limits:       limiter,
 		// Behind a TLS-terminating proxy requests arrive as plain HTTP; the
 		// public URL says whether browsers use HTTPS.
-		SecureCookies: publicHTTPS,
+		SecureCookies:  publicHTTPS,
+		FrameAncestors: frameAncestors,
+		Branding:       s.branding,
 	})
 	if err != nil {
 		return err
+	}
+	var queueDashboard http.Handler
+	if s.queueDashboard {
+		if queueDashboard, err = api.NewQueueDashboard(ctx, pool, logger); err != nil {
+			return err
+		}
 	}
 	server, err := api.New(api.Config{
 		Pool:               pool,
@@ -196,6 +233,8 @@ func run(args []string) error {
 		MetricsToken:       s.metricsToken,
 		AuthThrottle:       throttle,
 		Limits:             limiter,
+		TracerProvider:     tracing.Provider,
+		QueueDashboard:     queueDashboard,
 	})
 	if err != nil {
 		return err

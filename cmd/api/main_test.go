@@ -69,6 +69,14 @@ func TestBadSettingsAreNamed(t *testing.T) {
 		{args: []string{"--test-event-burst", "0"}, want: "--test-event-burst is 0; give from 1 to 1000000"},
 		{env: []string{"HERALD_KEY_RATE_SHARE=2"}, want: "--key-rate-share is 2; give a fraction"},
 		{env: []string{"HERALD_MAX_ENDPOINTS_PER_TENANT=lots"}, want: `HERALD_MAX_ENDPOINTS_PER_TENANT="lots" is not a whole number`},
+		{env: []string{"OTEL_TRACES_EXPORTER=zipkin"}, want: "OTEL_TRACES_EXPORTER=zipkin is not supported; use otlp"},
+		{env: []string{"OTEL_TRACES_EXPORTER=otlp", "OTEL_EXPORTER_OTLP_PROTOCOL=grpc"}, want: "OTEL_EXPORTER_OTLP_PROTOCOL=grpc is not supported"},
+		{env: []string{"OTEL_SDK_DISABLED=maybe"}, want: `OTEL_SDK_DISABLED="maybe" is not a boolean`},
+		{env: []string{"HERALD_PORTAL_FRAME_ANCESTORS=https://app.example.com/embed"}, want: `--portal-frame-ancestors: frame ancestor "https://app.example.com/embed" has more than an origin`},
+		{env: []string{"HERALD_PORTAL_FRAME_ANCESTORS=*"}, want: `--portal-frame-ancestors: frame ancestor "*" is not an origin`},
+		{env: []string{"HERALD_PORTAL_ACCENT_COLOR=blue"}, want: `--portal-accent-color "blue" is not a colour; give it in hex`},
+		{env: []string{"HERALD_PORTAL_LOGO_URL=http://example.com/logo.png"}, want: `--portal-logo-url "http://example.com/logo.png" is not an https URL`},
+		{env: []string{"HERALD_PORTAL_SUPPORT_URL=javascript:alert(1)"}, want: `--portal-support-url "javascript:alert(1)" is not an https URL`},
 		{
 			env:  []string{"HERALD_MIGRATE=maybe", "HERALD_MAX_CONNS=abc"},
 			want: "HERALD_MIGRATE=\"maybe\" is not true or false\nHERALD_MAX_CONNS=\"abc\" is not a whole number",
@@ -134,6 +142,8 @@ func TestHelpListsEverySetting(t *testing.T) {
 		"(env HERALD_RESEND_RATE) (default 10)", "(env HERALD_RESEND_BURST) (default 100)",
 		"(env HERALD_REPLAY_RATE) (default 0.1)", "(env HERALD_REPLAY_BURST) (default 10)",
 		"(env HERALD_TEST_EVENT_RATE) (default 1)", "(env HERALD_TEST_EVENT_BURST) (default 10)",
+		"HERALD_QUEUE_DASHBOARD", "HERALD_PORTAL_FRAME_ANCESTORS", "HERALD_PORTAL_PRODUCT_NAME",
+		"HERALD_PORTAL_ACCENT_COLOR", "HERALD_PORTAL_LOGO_URL", "HERALD_PORTAL_SUPPORT_URL",
 		"-shutdown-timeout",
 	} {
 		require.Contains(t, string(out), want)

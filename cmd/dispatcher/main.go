@@ -68,6 +68,11 @@ func run(args []string) error {
 		stop() // a second signal ends the process at once
 	}()
 
+	tracing, err := flagenv.StartTracing(ctx, "herald-dispatcher")
+	if err != nil {
+		return err
+	}
+	defer tracing.Stop(logger)
 	pool, err := s.db.Open(ctx, logger)
 	if err != nil {
 		return err
@@ -97,6 +102,7 @@ func run(args []string) error {
 		ShutdownGrace:        s.shutdownGrace,
 		Registerer:           registry,
 		Logger:               logger,
+		TracerProvider:       tracing.Provider,
 	})
 	if err != nil {
 		return err

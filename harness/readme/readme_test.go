@@ -25,6 +25,7 @@ import (
 // stale.
 var notRun = map[string]string{
 	"make run":          "starts Herald in the foreground; the test starts its own api and dispatcher",
+	"go run ./cmd/api":  "starts the api in the foreground; the test starts its own",
 	"docker compose up": "needs Docker",
 	"make sim":          "a proof of minutes, run by its own target",
 	"make bench":        "a proof of minutes, run by its own target",

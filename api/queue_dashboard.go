@@ -1,0 +1,171 @@
+package api
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"html/template"
+	"log/slog"
+	"net/http"
+	"strings"
+
+	"github.com/jackc/pgx/v5/pgxpool"
+	"github.com/riverqueue/river"
+	"github.com/riverqueue/river/riverdriver/riverpgxv5"
+	"riverqueue.com/riverui"
+
+	"github.com/heraldhq/herald/internal/auth"
+	"github.com/heraldhq/herald/internal/clientaddr"
+	"github.com/heraldhq/herald/migrations"
+)
+
+// QueueDashboardPath is where the api serves the queue dashboard, River UI
+// (Config.QueueDashboard): River's queues, jobs and their errors, for
+// operators only.
+const QueueDashboardPath = "/riverui"
+
+// queueDashboardCookie holds the operator API key a browser signed in to
+// the dashboard with: HttpOnly, SameSite=Strict, scoped to
+// QueueDashboardPath, Secure on TLS. Every request checks the key again, so
+// revoking it signs the browser out.
+const queueDashboardCookie = "herald_operator"
+
+// NewQueueDashboard builds River UI on Herald's River schema and starts its
+// background services, which stop when ctx ends. Give the handler to
+// Config.QueueDashboard; the api serves it to operators only.
+func NewQueueDashboard(ctx context.Context, pool *pgxpool.Pool, logger *slog.Logger) (http.Handler, error) {
+	if logger == nil {
+		logger = slog.Default()
+	}
+	client, err := river.NewClient(riverpgxv5.New(pool), &river.Config{Schema: migrations.Schema, Logger: logger})
+	if err != nil {
+		return nil, fmt.Errorf("queue dashboard: River client: %w", err)
+	}
+	h, err := riverui.NewHandler(&riverui.HandlerOpts{
+		Endpoints: riverui.NewEndpoints(client, nil),
+		Logger:    logger,
+		Prefix:    QueueDashboardPath,
+	})
+	if err != nil {
+		return nil, fmt.Errorf("queue dashboard: River UI: %w", err)
+	}
+	if err := h.Start(ctx); err != nil {
+		return nil, fmt.Errorf("queue dashboard: start River UI: %w", err)
+	}
+	return h, nil
+}
+
+// queueDashboardRoutes serves the dashboard behind the operator check. Its
+// state-changing requests (River UI's job actions, the sign-in form) must
+// come from the dashboard's own origin: net/http's CrossOriginProtection
+// refuses any that the browser marks cross-origin (Sec-Fetch-Site, Origin),
+// on top of the SameSite=Strict cookie. Its pages may not be framed.
+func (s *Server) queueDashboardRoutes(dashboard http.Handler) http.Handler {
+	mux := http.NewServeMux()
+	mux.HandleFunc("POST "+QueueDashboardPath+"/sign-in", s.queueDashboardSignIn)
+	mux.HandleFunc("POST "+QueueDashboardPath+"/sign-out", queueDashboardSignOut)
+	mux.Handle(QueueDashboardPath+"/", s.requireOperatorBrowser(dashboard))
+	mux.Handle(QueueDashboardPath, http.RedirectHandler(QueueDashboardPath+"/", http.StatusSeeOther))
+	protected := http.NewCrossOriginProtection().Handler(mux)
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		w.Header().Set("Content-Security-Policy", "frame-ancestors 'none'")
+		w.Header().Set("X-Frame-Options", "DENY")
+		w.Header().Set("Cache-Control", "no-store")
+		protected.ServeHTTP(w, r)
+	})
+}
+
+// requireOperatorBrowser lets through an operator API key, sent as a bearer
+// token or held in the dashboard's cookie. Without one a browser gets the
+// sign-in page (401); a key scoped to a tenant gets 403.
+func (s *Server) requireOperatorBrowser(next http.Handler) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		client := clientaddr.From(r)
+		if s.throttled(w, r, client, "the API key") {
+			return
+		}
+		token := ""
+		if scheme, t, _ := strings.Cut(r.Header.Get("Authorization"), " "); strings.EqualFold(scheme, "Bearer") {
+			token = strings.TrimSpace(t)
+		} else if c, err := r.Cookie(queueDashboardCookie); err == nil {
+			token = c.Value
+		}
+		if token == "" {
+			renderSignIn(w, http.StatusUnauthorized, "")
+			return
+		}
+		p, err := auth.Authenticate(r.Context(), s.pool, token)
+		switch {
+		case errors.Is(err, auth.ErrUnauthenticated):
+			s.throttle.Fail(client)
+			renderSignIn(w, http.StatusUnauthorized, "That API key is unknown, revoked or expired. Sign in with an operator API key.")
+			return
+		case err != nil:
+			writeProblem(w, r, s.asProblem(r, err))
+			return
+		case !p.Operator():
+			renderSignIn(w, http.StatusForbidden, "The queue dashboard shows every tenant's jobs and needs an operator API key; this key is scoped to one tenant.")
+			return
+		}
+		if holder, ok := r.Context().Value(principalHolderKey{}).(*principalHolder); ok {
+			holder.p = &p
+		}
+		next.ServeHTTP(w, r.WithContext(auth.WithPrincipal(r.Context(), p)))
+	})
+}
+
+// queueDashboardSignIn checks the operator key posted by the sign-in page
+// and keeps it in the dashboard's cookie.
+func (s *Server) queueDashboardSignIn(w http.ResponseWriter, r *http.Request) {
+	client := clientaddr.From(r)
+	if s.throttled(w, r, client, "the API key") {
+		return
+	}
+	r.Body = http.MaxBytesReader(w, r.Body, 4<<10)
+	key := strings.TrimSpace(r.PostFormValue("key"))
+	p, err := auth.Authenticate(r.Context(), s.pool, key)
+	switch {
+	case errors.Is(err, auth.ErrUnauthenticated):
+		s.throttle.Fail(client)
+		renderSignIn(w, http.StatusUnauthorized, "That API key is unknown, revoked or expired. Sign in with an operator API key.")
+		return
+	case err != nil:
+		writeProblem(w, r, s.asProblem(r, err))
+		return
+	case !p.Operator():
+		renderSignIn(w, http.StatusForbidden, "The queue dashboard shows every tenant's jobs and needs an operator API key; this key is scoped to one tenant.")
+		return
+	}
+	http.SetCookie(w, &http.Cookie{
+		Name:     queueDashboardCookie,
+		Value:    key,
+		Path:     QueueDashboardPath,
+		HttpOnly: true,
+		Secure:   r.TLS != nil || strings.HasPrefix(s.publicURL, "https://"),
+		SameSite: http.SameSiteStrictMode,
+	})
+	http.Redirect(w, r, QueueDashboardPath+"/", http.StatusSeeOther)
+}
+
+func queueDashboardSignOut(w http.ResponseWriter, r *http.Request) {
+	http.SetCookie(w, &http.Cookie{Name: queueDashboardCookie, Value: "", Path: QueueDashboardPath, MaxAge: -1, HttpOnly: true, SameSite: http.SameSiteStrictMode})
+	renderSignIn(w, http.StatusOK, "Signed out.")
+}
+
+var signInPage = template.Must(template.New("sign-in").Parse(`<!doctype html>
+<html lang="en"><head><meta charset="utf-8"><title>Herald queue dashboard: sign in</title></head>
+<body>
+<h1>Herald queue dashboard</h1>
+{{if .}}<p id="message">{{.}}</p>{{end}}
+<form method="post" action="` + QueueDashboardPath + `/sign-in">
+<label>Operator API key <input type="password" name="key" autocomplete="off" required></label>
+<button type="submit">Sign in</button>
+</form>
+</body></html>
+`))
+
+func renderSignIn(w http.ResponseWriter, status int, message string) {
+	w.Header().Set("Content-Type", "text/html; charset=utf-8")
+	w.WriteHeader(status)
+	_ = signInPage.Execute(w, message)
+}
