@@ -7,6 +7,7 @@ import (
 	"html/template"
 	"log/slog"
 	"net/http"
+	"net/netip"
 	"strings"
 
 	"github.com/jackc/pgx/v5/pgxpool"
@@ -94,17 +95,8 @@ func (s *Server) requireOperatorBrowser(next http.Handler) http.Handler {
 			renderSignIn(w, http.StatusUnauthorized, "")
 			return
 		}
-		p, err := auth.Authenticate(r.Context(), s.pool, token)
-		switch {
-		case errors.Is(err, auth.ErrUnauthenticated):
-			s.throttle.Fail(client)
-			renderSignIn(w, http.StatusUnauthorized, "That API key is unknown, revoked or expired. Sign in with an operator API key.")
-			return
-		case err != nil:
-			writeProblem(w, r, s.asProblem(r, err))
-			return
-		case !p.Operator():
-			renderSignIn(w, http.StatusForbidden, "The queue dashboard shows every tenant's jobs and needs an operator API key; this key is scoped to one tenant.")
+		p, ok := s.dashboardOperator(w, r, client, token)
+		if !ok {
 			return
 		}
 		if holder, ok := r.Context().Value(principalHolderKey{}).(*principalHolder); ok {
@@ -123,17 +115,7 @@ func (s *Server) queueDashboardSignIn(w http.ResponseWriter, r *http.Request) {
 	}
 	r.Body = http.MaxBytesReader(w, r.Body, 4<<10)
 	key := strings.TrimSpace(r.PostFormValue("key"))
-	p, err := auth.Authenticate(r.Context(), s.pool, key)
-	switch {
-	case errors.Is(err, auth.ErrUnauthenticated):
-		s.throttle.Fail(client)
-		renderSignIn(w, http.StatusUnauthorized, "That API key is unknown, revoked or expired. Sign in with an operator API key.")
-		return
-	case err != nil:
-		writeProblem(w, r, s.asProblem(r, err))
-		return
-	case !p.Operator():
-		renderSignIn(w, http.StatusForbidden, "The queue dashboard shows every tenant's jobs and needs an operator API key; this key is scoped to one tenant.")
+	if _, ok := s.dashboardOperator(w, r, client, key); !ok {
 		return
 	}
 	http.SetCookie(w, &http.Cookie{
@@ -168,4 +150,24 @@ func renderSignIn(w http.ResponseWriter, status int, message string) {
 	w.Header().Set("Content-Type", "text/html; charset=utf-8")
 	w.WriteHeader(status)
 	_ = signInPage.Execute(w, message)
+}
+
+// dashboardOperator authenticates token as an operator key for the queue
+// dashboard. When it is not one it answers (the sign-in page with the
+// reason, counting a failed sign-in against client) and returns false.
+func (s *Server) dashboardOperator(w http.ResponseWriter, r *http.Request, client netip.Addr, token string) (auth.Principal, bool) {
+	p, err := auth.Authenticate(r.Context(), s.pool, token)
+	switch {
+	case errors.Is(err, auth.ErrUnauthenticated):
+		s.throttle.Fail(client)
+		renderSignIn(w, http.StatusUnauthorized, "That API key is unknown, revoked or expired. Sign in with an operator API key.")
+		return auth.Principal{}, false
+	case err != nil:
+		writeProblem(w, r, s.asProblem(r, err))
+		return auth.Principal{}, false
+	case !p.Operator():
+		renderSignIn(w, http.StatusForbidden, "The queue dashboard shows every tenant's jobs and needs an operator API key; this key is scoped to one tenant.")
+		return auth.Principal{}, false
+	}
+	return p, true
 }
