@@ -27,6 +27,7 @@ import (
 
 	"github.com/heraldhq/herald/internal/auth"
 	"github.com/heraldhq/herald/internal/clientaddr"
+	"github.com/heraldhq/herald/internal/jobtrace"
 	"github.com/heraldhq/herald/internal/metrics"
 	"github.com/heraldhq/herald/internal/page"
 	"github.com/heraldhq/herald/limits"
@@ -167,8 +168,11 @@ func New(cfg Config) (*Server, error) {
 		s.maxBatchBodyBytes = DefaultMaxBatchBodyBytes
 	}
 	// An insert-only River client: it queues delivery and replay jobs in
-	// the API's transactions; dispatchers work them.
-	jobs, err := river.NewClient(riverpgxv5.New(cfg.Pool), &river.Config{Schema: migrations.Schema, Logger: s.logger})
+	// the API's transactions; dispatchers work them, in the request's trace
+	// when tracing is on.
+	jobs, err := river.NewClient(riverpgxv5.New(cfg.Pool), &river.Config{
+		Schema: migrations.Schema, Logger: s.logger, Middleware: jobtrace.Middleware(cfg.TracerProvider),
+	})
 	if err != nil {
 		return nil, fmt.Errorf("api: River client: %w", err)
 	}

@@ -48,3 +48,31 @@ func TestPublishKeepsTheCallersTraceContext(t *testing.T) {
 		require.True(t, strings.HasPrefix(tp, "00-"+traceID+"-"), "the batch is in the caller's trace: %s", tp)
 	}
 }
+
+// With tracing on, a job the api queues (here a test event's) carries the
+// request's trace context in its metadata, so the dispatcher's span for the
+// job joins the caller's trace; with tracing off it carries none.
+func TestQueuedJobsCarryTheRequestsTraceContext(t *testing.T) {
+	t.Parallel()
+	const traceID = "4bf92f3577b34da6a3ce929d0e0e4736"
+	newestJobTraceparent := func(b *testBundle) *string {
+		var tp *string
+		require.NoError(t, b.pool.QueryRow(b.ctx,
+			"SELECT metadata->>'traceparent' FROM herald.river_job ORDER BY id DESC LIMIT 1").Scan(&tp))
+		return tp
+	}
+
+	traced := setup(t).withConfig(t, func(cfg *api.Config) { cfg.TracerProvider = sdktrace.NewTracerProvider() })
+	e := traced.createEndpoint(t, traced.acme, "acme", map[string]any{"url": "https://example.com/hook"})
+	resp := traced.do(t, traced.acme, "POST", "/v1/tenants/acme/endpoints/"+e.ID+"/test", nil, "traceparent", callerTraceparent)
+	require.Equal(t, http.StatusAccepted, resp.Status, "%s", resp.Body)
+	tp := newestJobTraceparent(traced)
+	require.NotNil(t, tp, "the test event's job carries no trace context")
+	require.True(t, strings.HasPrefix(*tp, "00-"+traceID+"-"), "the job is in the caller's trace: %s", *tp)
+
+	untraced := setup(t)
+	e = untraced.createEndpoint(t, untraced.acme, "acme", map[string]any{"url": "https://example.com/hook"})
+	resp = untraced.do(t, untraced.acme, "POST", "/v1/tenants/acme/endpoints/"+e.ID+"/test", nil, "traceparent", callerTraceparent)
+	require.Equal(t, http.StatusAccepted, resp.Status, "%s", resp.Body)
+	require.Nil(t, newestJobTraceparent(untraced), "with tracing off no trace context is kept")
+}

@@ -24,11 +24,10 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/riverqueue/river"
 	"github.com/riverqueue/river/riverdriver/riverpgxv5"
-	"github.com/riverqueue/river/rivertype"
-	"github.com/riverqueue/rivercontrib/otelriver"
 	"go.opentelemetry.io/otel/trace"
 
 	"github.com/heraldhq/herald/delivery"
+	"github.com/heraldhq/herald/internal/jobtrace"
 	"github.com/heraldhq/herald/migrations"
 	"github.com/heraldhq/herald/receivercheck"
 	"github.com/heraldhq/herald/replay"
@@ -246,17 +245,9 @@ func New(cfg Config) (*Dispatcher, error) {
 		func() (river.JobArgs, *river.InsertOpts) { return reconcileArgs{}, nil },
 		&river.PeriodicJobOpts{RunOnStart: true},
 	)}
-	var (
-		middleware []rivertype.Middleware
-		tracer     trace.Tracer
-	)
+	var tracer trace.Tracer
 	if cfg.TracerProvider != nil {
 		tracer = cfg.TracerProvider.Tracer(TracerName)
-		middleware = append(middleware, otelriver.NewMiddleware(&otelriver.MiddlewareConfig{
-			TracerProvider:              cfg.TracerProvider,
-			EnableTracePropagation:      true,
-			EnableWorkSpanJobKindSuffix: true,
-		}))
 	}
 	client, err := river.NewClient(riverpgxv5.New(cfg.Pool), &river.Config{
 		Schema:               migrations.Schema,
@@ -270,7 +261,7 @@ func New(cfg Config) (*Dispatcher, error) {
 		FetchCooldown:        FetchCooldown,
 		FetchPollInterval:    max(min(pollInterval, JobPollInterval), FetchCooldown),
 		Logger:               logger,
-		Middleware:           middleware,
+		Middleware:           jobtrace.Middleware(cfg.TracerProvider),
 	})
 	if err != nil {
 		return nil, fmt.Errorf("dispatcher: River client: %w", err)

@@ -30,8 +30,10 @@ import (
 	"github.com/jackc/pgx/v5/pgxpool"
 	"github.com/riverqueue/river"
 	"github.com/riverqueue/river/riverdriver/riverpgxv5"
+	"go.opentelemetry.io/otel/trace"
 
 	"github.com/heraldhq/herald/internal/auth"
+	"github.com/heraldhq/herald/internal/jobtrace"
 	"github.com/heraldhq/herald/limits"
 	"github.com/heraldhq/herald/migrations"
 	"github.com/heraldhq/herald/replay"
@@ -75,6 +77,10 @@ type Config struct {
 	// Branding is the portal's product name, accent colour, logo and
 	// support link (see Branding.Validate). Defaults to Herald's own look.
 	Branding Branding
+	// TracerProvider, when set, traces the jobs the portal queues (resends,
+	// test events, replays) in the trace of the request that queued them.
+	// Nil (the default) traces nothing.
+	TracerProvider trace.TracerProvider
 }
 
 // Portal is the customer portal's HTTP handler. Mount it at Path.
@@ -129,8 +135,11 @@ func New(cfg Config) (*Portal, error) {
 		return nil, err
 	}
 	// An insert-only River client: resends, test events and replays queue
-	// their jobs in the portal's transactions; dispatchers work them.
-	jobs, err := river.NewClient(riverpgxv5.New(cfg.Pool), &river.Config{Schema: migrations.Schema, Logger: cfg.Logger})
+	// their jobs in the portal's transactions; dispatchers work them, in the
+	// request's trace when tracing is on.
+	jobs, err := river.NewClient(riverpgxv5.New(cfg.Pool), &river.Config{
+		Schema: migrations.Schema, Logger: cfg.Logger, Middleware: jobtrace.Middleware(cfg.TracerProvider),
+	})
 	if err != nil {
 		return nil, fmt.Errorf("portal: River client: %w", err)
 	}

@@ -210,6 +210,7 @@ func run(args []string) error {
 		SecureCookies:  publicHTTPS,
 		FrameAncestors: frameAncestors,
 		Branding:       s.branding,
+		TracerProvider: tracing.Provider,
 	})
 	if err != nil {
 		return err
