@@ -73,15 +73,20 @@ const (
 const FetchCooldown = 10 * time.Millisecond
 
 // JobPollInterval is how often River looks for available delivery jobs
-// when no insert notification arrived. River sends at most one insert
-// notification per queue per FetchCooldown, decided when a job is inserted,
-// not when its transaction commits: the jobs of a fan-out committed just
-// after a fetch, whose notification was left out, waited for the next
-// notification or this poll. At River's default (1 s) that made the
-// benchmarks' worst latencies a second long whenever publishing paused. It
-// also bounds how late a snoozed job that came due starts. An idle
-// dispatcher runs ten empty fetches a second.
-const JobPollInterval = 100 * time.Millisecond
+// when no insert notification arrived. First attempts do not wait for it:
+// every fan-out transaction that inserts jobs notifies at commit
+// (notifyJobsInserted). It bounds how late a job that was snoozed for a
+// short while (an endpoint at its in-flight cap or rate limit, a retry due
+// within seconds) starts once it is due, and a resend or replay whose
+// insert notification River left out. Each poll is one fetch query per
+// dispatcher: at 100 ms an idle dispatcher and its Postgres backends used
+// 2.2 % of a core, most of it these fetches (pprof); at 250 ms, see
+// docs/benchmarks.md ("Idle cost").
+const JobPollInterval = 250 * time.Millisecond
+
+// riverInsertChannel is the channel River's producers listen on for
+// inserted jobs (see notifyJobsInserted).
+const riverInsertChannel = migrations.Schema + ".river_insert"
 
 // hardStopTimeout bounds the wait for cancelled attempts to return after
 // the grace period.

@@ -98,6 +98,9 @@ func (d *Dispatcher) fanOut(ctx context.Context) (claimed int, more bool, err er
 		if _, err := d.river.InsertManyFastTx(ctx, tx, jobs); err != nil {
 			return 0, false, fmt.Errorf("insert %d delivery jobs: %w", len(jobs), err)
 		}
+		if _, err := tx.Exec(ctx, notifyJobsInserted, riverInsertChannel, delivery.Queue); err != nil {
+			return 0, false, fmt.Errorf("notify the delivery jobs: %w", err)
+		}
 	}
 	if err := tx.Commit(ctx); err != nil {
 		return 0, false, fmt.Errorf("commit fan-out: %w", err)

@@ -4,6 +4,17 @@ import "github.com/heraldhq/herald/delivery"
 
 // The SQL of the fan-out and the clock check.
 const (
+	// notifyJobsInserted wakes every dispatcher's River producer for the
+	// delivery queue when the fan-out's transaction commits, on the channel
+	// and with the payload River's own insert notifications use
+	// ("<schema>.river_insert", {"queue": …}). River sends its own at most
+	// once per FetchCooldown per client, decided at insert, not at commit:
+	// the jobs of a fan-out that committed just after the fetch its
+	// notification caused would otherwise wait for the next poll
+	// (JobPollInterval). One more notification per fan-out transaction
+	// makes first attempts independent of that poll.
+	notifyJobsInserted = `SELECT pg_notify($1, json_build_object('queue', $2::text)::text)`
+
 	// claimMessages takes up to $1 undispatched messages that no other
 	// dispatcher holds, marks them dispatched (effective when the
 	// transaction commits) and returns each with every endpoint of its

@@ -12,7 +12,6 @@ import (
 	"log/slog"
 	"net"
 	"net/http"
-	"net/http/pprof"
 	"net/url"
 	"os"
 	"os/signal"
@@ -113,8 +112,7 @@ func (s *settings) register(fs *flagenv.FlagSet) {
 	fs.Env("api-key-cache-ttl", "HERALD_API_KEY_CACHE_TTL")
 	fs.Int64Var(&s.maxBatchBodyBytes, "max-batch-body-bytes", api.DefaultMaxBatchBodyBytes, "largest body of a batch publish (POST …/messages/batch)")
 	fs.Env("max-batch-body-bytes", "HERALD_MAX_BATCH_BODY_BYTES")
-	fs.StringVar(&s.pprofAddr, "pprof-addr", "", "address to serve Go's profiler (/debug/pprof/) on, e.g. 127.0.0.1:6060; empty serves none. Keep it off public networks")
-	fs.Env("pprof-addr", "HERALD_PPROF_ADDR")
+	fs.PprofVar(&s.pprofAddr)
 }
 
 func run(args []string) error {
@@ -191,10 +189,8 @@ func run(args []string) error {
 		keys = auth.NewKeyCache(auth.KeyCacheConfig{TTL: s.keyCacheTTL})
 		go keys.Listen(ctx, pool.Config().ConnConfig, logger)
 	}
-	if s.pprofAddr != "" {
-		if err := servePprof(ctx, logger, s.pprofAddr); err != nil {
-			return err
-		}
+	if err := flagenv.ServePprof(ctx, logger, s.pprofAddr); err != nil {
+		return err
 	}
 	// One throttle for both, so failing in the portal counts for the API
 	// and the other way round.
@@ -251,27 +247,6 @@ func isHTTPS(publicURL string) (bool, error) {
 		return false, fmt.Errorf("%q is not an absolute http or https URL; give the address browsers reach this API at, like https://webhooks.example.com", publicURL)
 	}
 	return strings.EqualFold(u.Scheme, "https"), nil
-}
-
-// servePprof serves net/http/pprof's handlers on addr until ctx ends.
-func servePprof(ctx context.Context, logger *slog.Logger, addr string) error {
-	ln, err := net.Listen("tcp", addr)
-	if err != nil {
-		return fmt.Errorf("--pprof-addr: listen on %s: %w", addr, err)
-	}
-	mux := http.NewServeMux()
-	mux.HandleFunc("/debug/pprof/", pprof.Index)
-	mux.HandleFunc("/debug/pprof/profile", pprof.Profile)
-	mux.HandleFunc("/debug/pprof/trace", pprof.Trace)
-	mux.HandleFunc("/debug/pprof/symbol", pprof.Symbol)
-	srv := &http.Server{Handler: mux, ReadHeaderTimeout: 10 * time.Second}
-	go func() {
-		<-ctx.Done()
-		_ = srv.Close()
-	}()
-	go func() { _ = srv.Serve(ln) }()
-	logger.Info("pprof listening", "addr", ln.Addr().String())
-	return nil
 }
 
 func serve(ctx context.Context, logger *slog.Logger, s settings, handler http.Handler) error {

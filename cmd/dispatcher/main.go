@@ -73,6 +73,9 @@ func run(args []string) error {
 		return err
 	}
 	defer tracing.Stop(logger)
+	if err := flagenv.ServePprof(ctx, logger, s.pprofAddr); err != nil {
+		return err
+	}
 	pool, err := s.db.Open(ctx, logger)
 	if err != nil {
 		return err

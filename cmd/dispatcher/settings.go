@@ -17,6 +17,7 @@ import (
 type settings struct {
 	db            flagenv.Database
 	ssrf          ssrf.Config
+	pprofAddr     string
 	health        health.Config
 	workers       int
 	batchSize     int
@@ -35,6 +36,7 @@ type settings struct {
 func (s *settings) register(fs *flagenv.FlagSet) {
 	fs.DatabaseVar(&s.db, dispatcher.DefaultMaxConns)
 	fs.SSRFVar(&s.ssrf)
+	fs.PprofVar(&s.pprofAddr)
 
 	fs.DurationVar(&s.health.DisableAfter, "disable-after", health.DefaultDisableAfter,
 		"disable an endpoint that has failed this long without a success; negative never disables")
