@@ -53,18 +53,11 @@ func (e *env) endpointArg(i int) (uuid.UUID, error) {
 }
 
 func listEndpoints(ctx context.Context, e *env) error {
-	var all []client.Endpoint
-	opts := client.ListOptions{Limit: 200}
-	for {
-		p, err := e.api.ListEndpoints(ctx, e.tenant, opts)
-		if err != nil {
-			return err
-		}
-		all = append(all, p.Data...)
-		if p.Next == "" {
-			break
-		}
-		opts.After = p.Next
+	all, err := client.All(ctx, func(ctx context.Context, o client.ListOptions) (client.Page[client.Endpoint], error) {
+		return e.api.ListEndpoints(ctx, e.tenant, o)
+	})
+	if err != nil {
+		return err
 	}
 	if e.json {
 		return e.printJSON(all)

@@ -241,21 +241,14 @@ type tail struct {
 const maxOpen = 200
 
 func (t *tail) poll(ctx context.Context) error {
-	var fresh []client.Message
-	opts := client.ListOptions{Limit: 200}
-	for {
-		p, err := t.api.ListMessages(ctx, t.tenant, client.MessageFilter{Since: t.since}, opts)
-		if ctx.Err() != nil {
-			return nil
-		}
-		if err != nil {
-			return err
-		}
-		fresh = append(fresh, p.Data...)
-		if p.Next == "" {
-			break
-		}
-		opts.After = p.Next
+	fresh, err := client.All(ctx, func(ctx context.Context, o client.ListOptions) (client.Page[client.Message], error) {
+		return t.api.ListMessages(ctx, t.tenant, client.MessageFilter{Since: t.since}, o)
+	})
+	if ctx.Err() != nil {
+		return nil
+	}
+	if err != nil {
+		return err
 	}
 	listed := map[uuid.UUID]bool{}
 	for i := len(fresh) - 1; i >= 0; i-- { // oldest first

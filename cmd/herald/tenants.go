@@ -33,18 +33,9 @@ var portalLinkCommand = &command{
 }
 
 func listTenants(ctx context.Context, e *env) error {
-	var all []client.Tenant
-	opts := client.ListOptions{Limit: 200}
-	for {
-		p, err := e.api.ListTenants(ctx, opts)
-		if err != nil {
-			return err
-		}
-		all = append(all, p.Data...)
-		if p.Next == "" {
-			break
-		}
-		opts.After = p.Next
+	all, err := client.All(ctx, e.api.ListTenants)
+	if err != nil {
+		return err
 	}
 	if e.json {
 		return e.printJSON(all)
