@@ -84,9 +84,13 @@ const FetchCooldown = 10 * time.Millisecond
 // docs/benchmarks.md ("Idle cost").
 const JobPollInterval = 250 * time.Millisecond
 
-// riverInsertChannel is the channel River's producers listen on for
-// inserted jobs (see notifyJobsInserted).
-const riverInsertChannel = migrations.Schema + ".river_insert"
+// riverInsertChannel and riverInsertPayload are the channel River's
+// producers listen on for inserted jobs and the payload River sends there
+// for the delivery queue (see notifyJobsInserted).
+const (
+	riverInsertChannel = migrations.Schema + ".river_insert"
+	riverInsertPayload = `{"queue": "` + delivery.Queue + `"}`
+)
 
 // hardStopTimeout bounds the wait for cancelled attempts to return after
 // the grace period.

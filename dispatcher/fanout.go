@@ -98,7 +98,7 @@ func (d *Dispatcher) fanOut(ctx context.Context) (claimed int, more bool, err er
 		if _, err := d.river.InsertManyFastTx(ctx, tx, jobs); err != nil {
 			return 0, false, fmt.Errorf("insert %d delivery jobs: %w", len(jobs), err)
 		}
-		if _, err := tx.Exec(ctx, notifyJobsInserted, riverInsertChannel, delivery.Queue); err != nil {
+		if _, err := tx.Exec(ctx, notifyJobsInserted, riverInsertChannel, riverInsertPayload); err != nil {
 			return 0, false, fmt.Errorf("notify the delivery jobs: %w", err)
 		}
 	}

@@ -6,14 +6,15 @@ import "github.com/heraldhq/herald/delivery"
 const (
 	// notifyJobsInserted wakes every dispatcher's River producer for the
 	// delivery queue when the fan-out's transaction commits, on the channel
-	// and with the payload River's own insert notifications use
-	// ("<schema>.river_insert", {"queue": …}). River sends its own at most
-	// once per FetchCooldown per client, decided at insert, not at commit:
-	// the jobs of a fan-out that committed just after the fetch its
+	// and with the payload River's own insert notifications use ($1,
+	// riverInsertChannel; $2, riverInsertPayload). River sends its own at
+	// most once per FetchCooldown per client, decided at insert, not at
+	// commit: the jobs of a fan-out that committed just after the fetch its
 	// notification caused would otherwise wait for the next poll
-	// (JobPollInterval). One more notification per fan-out transaction
-	// makes first attempts independent of that poll.
-	notifyJobsInserted = `SELECT pg_notify($1, json_build_object('queue', $2::text)::text)`
+	// (JobPollInterval). The payload is River's to the byte, so that when
+	// River did notify in the same transaction Postgres delivers the two as
+	// one and producers fetch once.
+	notifyJobsInserted = `SELECT pg_notify($1, $2)`
 
 	// claimMessages takes up to $1 undispatched messages that no other
 	// dispatcher holds, marks them dispatched (effective when the
