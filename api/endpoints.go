@@ -7,8 +7,10 @@ import (
 
 	"github.com/go-chi/chi/v5"
 	"github.com/google/uuid"
+	"github.com/jackc/pgx/v5"
 
 	"github.com/heraldhq/herald/internal/page"
+	"github.com/heraldhq/herald/replay"
 	"github.com/heraldhq/herald/signing"
 	"github.com/heraldhq/herald/store"
 )
@@ -22,20 +24,22 @@ type Endpoint struct {
 	// EventTypes are the subscribed types; empty means every type.
 	EventTypes []string `json:"event_types"`
 	// RateLimit is messages per second; 0 means unlimited.
-	RateLimit      float64    `json:"rate_limit"`
-	Enabled        bool       `json:"enabled"`
-	DisabledReason string     `json:"disabled_reason,omitempty"`
-	DisabledAt     *time.Time `json:"disabled_at,omitempty"`
-	FailingSince   *time.Time `json:"failing_since,omitempty"`
-	LastSuccessAt  *time.Time `json:"last_success_at,omitempty"`
-	CreatedAt      time.Time  `json:"created_at"`
-	UpdatedAt      time.Time  `json:"updated_at"`
+	RateLimit float64 `json:"rate_limit"`
+	// Ordering is "none" or "object" (store.Ordering).
+	Ordering       store.Ordering `json:"ordering"`
+	Enabled        bool           `json:"enabled"`
+	DisabledReason string         `json:"disabled_reason,omitempty"`
+	DisabledAt     *time.Time     `json:"disabled_at,omitempty"`
+	FailingSince   *time.Time     `json:"failing_since,omitempty"`
+	LastSuccessAt  *time.Time     `json:"last_success_at,omitempty"`
+	CreatedAt      time.Time      `json:"created_at"`
+	UpdatedAt      time.Time      `json:"updated_at"`
 }
 
 func endpointView(e store.Endpoint) Endpoint {
 	return Endpoint{
 		ID: e.ID, TenantID: e.TenantID, URL: e.URL, Description: e.Description, EventTypes: e.EventTypes,
-		RateLimit: e.RateLimit, Enabled: e.Enabled, DisabledReason: e.DisabledReason, DisabledAt: e.DisabledAt,
+		RateLimit: e.RateLimit, Ordering: e.Ordering, Enabled: e.Enabled, DisabledReason: e.DisabledReason, DisabledAt: e.DisabledAt,
 		FailingSince: e.FailingSince, LastSuccessAt: e.LastSuccessAt, CreatedAt: e.CreatedAt, UpdatedAt: e.UpdatedAt,
 	}
 }
@@ -45,6 +49,8 @@ type createEndpointRequest struct {
 	Description string   `json:"description"`
 	EventTypes  []string `json:"event_types"`
 	RateLimit   float64  `json:"rate_limit"`
+	// Ordering is "none" (empty means it) or "object".
+	Ordering store.Ordering `json:"ordering"`
 	// Secret is optional: a whsec_ secret, or a whsk_ key for ed25519
 	// signatures. Empty means Herald generates a whsec_ secret.
 	Secret string `json:"secret"`
@@ -55,6 +61,8 @@ type updateEndpointRequest struct {
 	Description *string   `json:"description"`
 	EventTypes  *[]string `json:"event_types"`
 	RateLimit   *float64  `json:"rate_limit"`
+	// Ordering may only repeat the endpoint's: it is chosen at creation.
+	Ordering *store.Ordering `json:"ordering"`
 }
 
 type disableEndpointRequest struct {
@@ -122,6 +130,7 @@ func (s *Server) createEndpoint(w http.ResponseWriter, r *http.Request) error {
 		Description: req.Description,
 		EventTypes:  req.EventTypes,
 		RateLimit:   req.RateLimit,
+		Ordering:    req.Ordering,
 	}
 	if req.Secret != "" {
 		secret, err := signing.ParseSecret(req.Secret)
@@ -159,6 +168,16 @@ func (s *Server) updateEndpoint(w http.ResponseWriter, r *http.Request) error {
 	if err := s.decode(w, r, &req); err != nil {
 		return err
 	}
+	if req.Ordering != nil {
+		e, err := s.store.GetEndpoint(r.Context(), id)
+		if err != nil {
+			return err
+		}
+		if *req.Ordering != e.Ordering {
+			return invalid("ordering", fmt.Sprintf("is %q, but this endpoint's ordering is %q and is chosen when an endpoint is created; create a new endpoint with ordering %q, or omit the field",
+				*req.Ordering, e.Ordering, *req.Ordering))
+		}
+	}
 	e, err := s.store.UpdateEndpoint(r.Context(), id, store.EndpointUpdate{
 		URL: req.URL, Description: req.Description, EventTypes: req.EventTypes, RateLimit: req.RateLimit,
 	})
@@ -185,7 +204,14 @@ func (s *Server) enableEndpoint(w http.ResponseWriter, r *http.Request) error {
 	if err != nil {
 		return err
 	}
-	e, err := s.store.EnableEndpoint(r.Context(), id)
+	var e store.Endpoint
+	err = pgx.BeginFunc(r.Context(), s.pool, func(tx pgx.Tx) error {
+		if e, err = s.store.EnableEndpointTx(r.Context(), tx, id); err != nil {
+			return err
+		}
+		_, err = replay.ResumeTx(r.Context(), tx, s.jobs, id)
+		return err
+	})
 	if err != nil {
 		return err
 	}

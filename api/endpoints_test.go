@@ -14,6 +14,8 @@ type endpointView struct {
 	ID             string   `json:"id"`
 	TenantID       string   `json:"tenant_id"`
 	URL            string   `json:"url"`
+	Description    string   `json:"description"`
+	Ordering       string   `json:"ordering"`
 	EventTypes     []string `json:"event_types"`
 	RateLimit      float64  `json:"rate_limit"`
 	Enabled        bool     `json:"enabled"`
@@ -128,4 +130,31 @@ func TestSecretUnderAnotherKeyIsExplained(t *testing.T) {
 	require.NoError(t, err)
 	p := b.do(t, b.acme, "GET", "/v1/tenants/acme/endpoints/"+e.ID+"/secret", nil).Problem(t, http.StatusInternalServerError)
 	require.Contains(t, p.Detail, "HERALD_SECRET_KEY")
+}
+
+// An endpoint's ordering is chosen when it is created, shown, and refused
+// with a sentence that says what to do when it is given wrong or changed.
+func TestEndpointOrderingOverHTTP(t *testing.T) {
+	t.Parallel()
+	b := setup(t)
+	plain := b.createEndpoint(t, b.acme, "acme", map[string]any{"url": "https://example.com/plain"})
+	require.Equal(t, "none", plain.Ordering, "the default")
+	ordered := b.createEndpoint(t, b.acme, "acme", map[string]any{"url": "https://example.com/ordered", "ordering": "object"})
+	require.Equal(t, "object", ordered.Ordering)
+
+	p := b.do(t, b.acme, "POST", "/v1/tenants/acme/endpoints", map[string]any{"url": "https://example.com", "ordering": "fifo"}).Problem(t, http.StatusUnprocessableEntity)
+	require.Equal(t, "ordering", p.Field)
+	require.Contains(t, p.Detail, `"object"`)
+
+	path := "/v1/tenants/acme/endpoints/" + ordered.ID
+	var got endpointView
+	b.do(t, b.acme, "PATCH", path, map[string]any{"ordering": "object", "description": "same ordering"}).Decode(t, &got)
+	require.Equal(t, "same ordering", got.Description)
+	p = b.do(t, b.acme, "PATCH", path, map[string]any{"ordering": "none"}).Problem(t, http.StatusUnprocessableEntity)
+	require.Equal(t, "ordering", p.Field)
+	require.Contains(t, p.Detail, "create a new endpoint")
+	b.do(t, b.acme, "POST", path+"/disable", nil).Decode(t, &got)
+	b.do(t, b.acme, "POST", path+"/enable", nil).Decode(t, &got)
+	require.True(t, got.Enabled)
+	require.Equal(t, "object", got.Ordering)
 }

@@ -91,6 +91,11 @@ func (b *BatchWorker) Work(ctx context.Context, job *river.Job[BatchArgs]) (err 
 			return err
 		}
 	}
+	if todo[0].ordered {
+		if todo, err = b.admitHeads(ctx, todo, trigger, generation); err != nil || len(todo) == 0 {
+			return err
+		}
+	}
 	switch {
 	case !todo[0].endpointEnabled:
 		if _, err := w.db.Exec(ctx, cancelDeliveries, idsOf(todo), w.now(), generation); err != nil {
@@ -129,7 +134,7 @@ func (b *BatchWorker) Work(ctx context.Context, job *river.Job[BatchArgs]) (err 
 			unsent = append(unsent, todo[i])
 			continue
 		}
-		r := recording{d: todo[i], trigger: trigger, a: *a}
+		r := recording{d: todo[i], trigger: trigger, a: *a, jobs: jobsFrom(ctx)}
 		if !a.result.succeeded() {
 			// Its retry goes to a job of the delivery's own, inserted in
 			// the transaction that records the attempt.
@@ -148,6 +153,42 @@ func (b *BatchWorker) Work(ctx context.Context, job *river.Job[BatchArgs]) (err 
 		return w.handOff(ctx, unsent, trigger, generation)
 	}
 	return nil
+}
+
+// admitHeads returns those of the heads todo of an ordered endpoint's lines
+// that may be sent now (see gate). The others' turn has not come: those
+// behind their line's head are dropped, and those waiting for a lower
+// version's fan-out are handed off to jobs of their own, which wait for
+// it. When the endpoint is disabled it parks every line and returns none.
+func (b *BatchWorker) admitHeads(ctx context.Context, todo []loaded, trigger Trigger, generation int) ([]loaded, error) {
+	w := b.w
+	if !todo[0].endpointEnabled {
+		for _, d := range todo {
+			if err := w.park(ctx, jobsFrom(ctx), d); err != nil {
+				return nil, err
+			}
+		}
+		return nil, nil
+	}
+	verdicts, err := w.gate(ctx, todo)
+	if err != nil {
+		return nil, err
+	}
+	var admitted, waiting []loaded
+	for i, v := range verdicts {
+		switch v {
+		case gateGo:
+			admitted = append(admitted, todo[i])
+		case gateWait:
+			waiting = append(waiting, todo[i])
+		}
+	}
+	if len(waiting) > 0 {
+		if err := w.handOff(ctx, waiting, trigger, generation); err != nil {
+			return nil, err
+		}
+	}
+	return admitted, nil
 }
 
 // ownedByBatch reports whether d still belongs to the batch job of

@@ -29,5 +29,7 @@ func TestHistoryQueriesUseIndexes(t *testing.T) {
 		{Name: "delivery: reload progress", SQL: reloadProgress, Args: []any{s.DeliveryID}},
 		{Name: "delivery: record an attempt", SQL: recordAttempt, Args: record},
 		{Name: "delivery: record attempts", SQL: recordAttempts, Args: arrays, Setup: []string{lookUpByIndex}},
+		{Name: "delivery: gate of an ordered line", SQL: gateDeliveries, Args: []any{ids, s.EndpointID, []string{"obj_1"}, []int64{5}, s.TenantID}},
+		{Name: "delivery: lock settling lines", SQL: lockSettlingLines, Args: []any{ids}},
 	})
 }

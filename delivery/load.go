@@ -37,9 +37,15 @@ type loaded struct {
 	body          []byte
 	// traceparent is the context of the span that published the message
 	// (see outbox.Publish); empty when it was published without one.
-	traceparent     string
-	endpointID      uuid.UUID
-	url             string
+	traceparent   string
+	tenantID      string
+	objectID      string
+	objectVersion int64
+	endpointID    uuid.UUID
+	url           string
+	// ordered says the endpoint's ordering is "object": d is sent only as
+	// the head of its line (see ordered.go).
+	ordered         bool
 	endpointEnabled bool
 	// rateLimit is the endpoint's messages per second; 0 means no limit.
 	rateLimit float64
@@ -82,7 +88,8 @@ func (w *Worker) loadMany(ctx context.Context, ids []uuid.UUID) ([]*loaded, erro
 			traceparent  *string
 		)
 		_, err := pgx.ForEachRow(rows, []any{&d.id, &d.status, &d.attemptCount, &d.attemptsBeforeRequeue, &d.firstAttempt, &d.generation, &next,
-			&d.messageID, &body, &traceparent, &d.endpointID, &d.url, &d.endpointEnabled, &d.rateLimit, &d.secrets, &expire}, func() error {
+			&d.messageID, &body, &traceparent, &d.tenantID, &d.objectID, &d.objectVersion,
+			&d.endpointID, &d.url, &d.endpointEnabled, &d.rateLimit, &d.ordered, &d.secrets, &expire}, func() error {
 			one := d
 			one.nextAttemptAt, one.secretsExpire = time.Time{}, time.Time{}
 			if next != nil {

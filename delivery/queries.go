@@ -8,7 +8,8 @@ const (
 	// when the first of them expires: the worker reuses secrets it read
 	// while these are unchanged.
 	loadDeliveries = `SELECT d.id, d.status, d.attempt_count, d.attempts_before_requeue, d.first_attempt_at, d.generation, d.next_attempt_at,
-    d.message_id, m.body, m.traceparent, d.endpoint_id, e.url, e.enabled, coalesce(e.rate_limit, 0),
+    d.message_id, m.body, m.traceparent, m.tenant_id, m.object_id, m.object_version,
+    d.endpoint_id, e.url, e.enabled, coalesce(e.rate_limit, 0), e.ordering = 'object',
     coalesce(s.ids, ''), s.first_expiry
 FROM herald.deliveries d
 JOIN herald.messages m ON m.id = d.message_id
@@ -134,4 +135,43 @@ SELECT i.attempt_id, d.id, i.message_id, i.endpoint_id, d.attempt_count, i.trigg
     i.duration_ms, i.request_headers::jsonb, i.status_code, i.problem, i.response_excerpt, i.outcome
 FROM delivery d JOIN input i ON i.delivery_id = d.id
 RETURNING delivery_id`
+
+	// gateDeliveries says, for each delivery $1 (of object $3, version $4)
+	// to the ordered endpoint $2 of tenant $5, whether it is its line's
+	// head, whether it waits in the line, and whether a lower version of its
+	// object is not fanned out yet (messages_undispatched_object).
+	gateDeliveries = `SELECT u.id, coalesce(l.head_delivery_id = u.id, false),
+    EXISTS (SELECT FROM herald.ordered_waiting w WHERE w.delivery_id = u.id),
+    EXISTS (SELECT FROM herald.messages m
+            WHERE m.tenant_id = $5 AND m.object_id = u.object_id AND m.object_version < u.version
+              AND m.dispatched_at IS NULL)
+FROM unnest($1::uuid[], $3::text[], $4::bigint[]) AS u(id, object_id, version)
+LEFT JOIN herald.ordered_lines l ON l.endpoint_id = $2 AND l.object_id = u.object_id`
+
+	// lockSettlingLines locks the lines whose heads are among the
+	// deliveries $1, in the order every writer of lines locks them, before
+	// the transaction that settles those heads locks the deliveries.
+	lockSettlingLines = `SELECT FROM herald.ordered_lines WHERE head_delivery_id = ANY($1)
+ORDER BY endpoint_id, object_id FOR UPDATE`
+
+	// settleLines takes the settled deliveries $1 out of their lines and
+	// returns the lines' next heads.
+	settleLines = `SELECT * FROM herald.ordered_settle($1)`
+
+	// joinLines puts the pending deliveries $1 in their lines (trigger $2,
+	// preempting with $3) and returns the new heads.
+	joinLines = `SELECT * FROM herald.ordered_join($1, $2, $3)`
+
+	// lockLines locks the lines of the messages $2 to endpoint $1.
+	lockLines = `SELECT herald.ordered_lock($1, $2)`
+
+	// resumeLines gives the parked lines of endpoint $1 (only that of
+	// object $2 unless it is NULL) their next heads and returns them.
+	resumeLines = `SELECT * FROM herald.ordered_resume($1, $2)`
+
+	// parkLine puts the head $4 (object $2, version $3) of endpoint $1 back
+	// to waiting and leaves its line without a head.
+	parkLine = `SELECT herald.ordered_park($1, $2, $3, $4)`
+
+	endpointEnabled = `SELECT enabled FROM herald.endpoints WHERE id = $1`
 )

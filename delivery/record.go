@@ -1,6 +1,7 @@
 package delivery
 
 import (
+	"cmp"
 	"context"
 	"encoding/json"
 	"errors"
@@ -30,6 +31,10 @@ type recording struct {
 	// retry, when not nil, is called in the transaction that records the
 	// attempt if another attempt is due.
 	retry retryFunc
+	// jobs inserts the job of the next version of an ordered delivery's
+	// line when the attempt settles it: the River client of the job that
+	// made the attempt.
+	jobs JobInserter
 }
 
 // retryFunc is called in the transaction that records a failed attempt
@@ -165,11 +170,24 @@ func (w *Worker) apply(ctx context.Context, rs []recording) ([]applied, error) {
 		what = fmt.Sprintf("attempt %d of delivery %s", decisions[0].number, rs[0].d.id)
 	}
 
+	var settling []uuid.UUID // ordered deliveries the attempts settle
+	for _, i := range order {
+		if rs[i].d.ordered && decisions[i].settled.status != deliverystatus.Pending {
+			settling = append(settling, rs[i].d.id)
+		}
+	}
+
 	tx, err := w.db.Begin(ctx)
 	if err != nil {
 		return nil, fmt.Errorf("record %s: %w", what, err)
 	}
 	defer func() { _ = tx.Rollback(context.WithoutCancel(ctx)) }()
+	if len(settling) > 0 {
+		// Lines before deliveries, as every writer of lines locks them.
+		if _, err := tx.Exec(ctx, lockSettlingLines, settling); err != nil {
+			return nil, fmt.Errorf("record %s: lock the lines of %d ordered deliveries: %w", what, len(settling), err)
+		}
+	}
 	recorded, err := insertAttempts(ctx, tx, rows)
 	if err != nil {
 		return nil, fmt.Errorf("record %s: %w", what, err)
@@ -189,6 +207,9 @@ func (w *Worker) apply(ctx context.Context, rs []recording) ([]applied, error) {
 			}
 		}
 	}
+	if err := w.advanceLines(ctx, tx, rs, order, settling); err != nil {
+		return nil, fmt.Errorf("record %s: %w", what, err)
+	}
 	if err := tx.Commit(ctx); err != nil {
 		return nil, fmt.Errorf("record %s: %w", what, err)
 	}
@@ -206,6 +227,33 @@ func (w *Worker) apply(ctx context.Context, rs []recording) ([]applied, error) {
 	return out, nil
 }
 
+// advanceLines takes those of the ordered deliveries settling that were
+// recorded (rs[order]) out of their lines, in tx, and gives each line's
+// next version a job.
+func (w *Worker) advanceLines(ctx context.Context, tx pgx.Tx, rs []recording, order []int, settling []uuid.UUID) error {
+	if len(settling) == 0 {
+		return nil
+	}
+	var (
+		settled []uuid.UUID
+		jobs    JobInserter
+	)
+	for _, i := range order {
+		if slices.Contains(settling, rs[i].d.id) {
+			settled = append(settled, rs[i].d.id)
+			jobs = cmp.Or(jobs, rs[i].jobs)
+		}
+	}
+	if len(settled) == 0 {
+		return nil
+	}
+	heads, err := queryHeads(ctx, tx, settleLines, settled)
+	if err != nil {
+		return fmt.Errorf("advance the lines of %d ordered deliveries: %w", len(settled), err)
+	}
+	return insertLineJobs(ctx, tx, jobs, heads)
+}
+
 // decide decides the outcome of r's attempt into dec and returns the row
 // that records it.
 func (w *Worker) decide(r recording, dec *decision) (recordRow, error) {
@@ -217,8 +265,12 @@ func (w *Worker) decide(r recording, dec *decision) (recordRow, error) {
 	dec.number = p.attemptCount + 1
 	dec.ended = r.a.startedAt.Add(r.a.duration)
 	// The schedule starts again at every requeue, as the window does.
-	dec.outcome = Decide(r.a.result, dec.number-p.attemptsBeforeRequeue, first, dec.ended, w.policy)
-	dec.settled = settle(p.status, dec.outcome, dec.ended)
+	policy := w.policy
+	if r.d.ordered {
+		policy = w.headPolicy
+	}
+	dec.outcome = Decide(r.a.result, dec.number-p.attemptsBeforeRequeue, first, dec.ended, policy)
+	dec.settled = settle(p.status, dec.outcome, dec.ended, r.d.ordered)
 
 	attemptID, err := uuid.NewV7()
 	if err != nil {
@@ -369,6 +421,10 @@ func (w *Worker) tellHealth(ctx context.Context, tx pgx.Tx, rs []recording, orde
 		if stopped[i], err = w.failed(ctx, tx, d, dec.outcome, dec.settled.status == deliverystatus.Failed, dec.ended); err != nil {
 			return nil, fmt.Errorf("endpoint %s health after delivery %s: %w", d.endpointID, d.id, err)
 		}
+		// Disabling holds an ordered endpoint's lines rather than
+		// cancelling them: the head's job goes on, finds the endpoint
+		// disabled and parks its line.
+		stopped[i] = stopped[i] && !d.ordered
 	}
 	return stopped, nil
 }
@@ -402,7 +458,10 @@ type settlement struct {
 // settle says what an outcome does to a delivery that was in status
 // current: a success always counts, but a failure leaves a delivery that
 // something else settled meanwhile (its endpoint was disabled) as it is.
-func settle(current deliverystatus.Status, o Outcome, ended time.Time) settlement {
+// A 410 Gone leaves the head of an ordered line (ordered) pending, due at
+// once: its endpoint is disabled, and its job parks the line, which holds
+// until the endpoint is enabled.
+func settle(current deliverystatus.Status, o Outcome, ended time.Time, ordered bool) settlement {
 	switch {
 	case o.Verdict == Succeeded:
 		return settlement{status: deliverystatus.Succeeded, completed: &ended}
@@ -410,6 +469,8 @@ func settle(current deliverystatus.Status, o Outcome, ended time.Time) settlemen
 		return settlement{status: current}
 	case o.Verdict == Retry:
 		return settlement{status: deliverystatus.Pending, next: &o.RetryAt}
+	case o.Verdict == EndpointGone && ordered:
+		return settlement{status: deliverystatus.Pending, next: &ended}
 	default: // Exhausted, EndpointGone
 		return settlement{status: deliverystatus.Failed, completed: &ended}
 	}

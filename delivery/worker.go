@@ -134,6 +134,14 @@ type Config struct {
 	// Defaults to a ratelimit.Limiter on DB, whose limits every worker on
 	// the same database shares.
 	RateLimiter RateLimiter
+	// OrderedHeadLimit bounds how long the head of a line of an ordered
+	// endpoint (ordering "object") keeps being retried while the versions
+	// behind it wait: from its first attempt, as the retry window is, after
+	// which it is given up (failed, exhausted, with the operational event
+	// of an exhausted delivery) and the next version proceeds. Defaults to
+	// the Policy's window; zero means the default, and a limit longer than
+	// the window is the window.
+	OrderedHeadLimit time.Duration
 	// Now is the clock attempts are timed, signed and recorded by.
 	// Defaults to time.Now; tests move it to let days pass.
 	Now func() time.Time
@@ -184,6 +192,7 @@ type Worker struct {
 	db            DB
 	secrets       *secretCache
 	policy        schedule.Policy
+	headPolicy    schedule.Policy // policy for the heads of ordered lines
 	timeout       time.Duration
 	maxBusySnooze time.Duration
 	client        *http.Client
@@ -210,9 +219,13 @@ func NewWorker(cfg Config) (*Worker, error) {
 	if cfg.Secrets == nil {
 		return nil, errors.New("delivery worker: Config.Secrets is nil; pass the endpoint store")
 	}
-	if cfg.Timeout < 0 || cfg.MaxInflightPerEndpoint < 0 || cfg.MaxBusySnooze < 0 {
-		return nil, fmt.Errorf("delivery worker: Timeout (%s), MaxInflightPerEndpoint (%d) and MaxBusySnooze (%s) must not be negative; zero means the default",
-			cfg.Timeout, cfg.MaxInflightPerEndpoint, cfg.MaxBusySnooze)
+	if cfg.Timeout < 0 || cfg.MaxInflightPerEndpoint < 0 || cfg.MaxBusySnooze < 0 || cfg.OrderedHeadLimit < 0 {
+		return nil, fmt.Errorf("delivery worker: Timeout (%s), MaxInflightPerEndpoint (%d), MaxBusySnooze (%s) and OrderedHeadLimit (%s) must not be negative; zero means the default",
+			cfg.Timeout, cfg.MaxInflightPerEndpoint, cfg.MaxBusySnooze, cfg.OrderedHeadLimit)
+	}
+	headPolicy := cfg.Policy
+	if cfg.OrderedHeadLimit > 0 {
+		headPolicy.Window = min(cmp.Or(cfg.Policy.Window, schedule.DefaultWindow), cfg.OrderedHeadLimit)
 	}
 	faults, err := newFaultCounter(cfg.Registerer)
 	if err != nil {
@@ -233,6 +246,7 @@ func NewWorker(cfg Config) (*Worker, error) {
 		db:            cfg.DB,
 		secrets:       newSecretCache(cfg.Secrets),
 		policy:        cfg.Policy,
+		headPolicy:    headPolicy,
 		timeout:       cmp.Or(cfg.Timeout, DefaultTimeout),
 		maxBusySnooze: cmp.Or(cfg.MaxBusySnooze, DefaultMaxBusySnooze),
 		client: &http.Client{
@@ -320,6 +334,9 @@ func (w *Worker) Work(ctx context.Context, job *river.Job[Args]) (err error) {
 		return err
 	}
 	now := w.now()
+	if !d.endpointEnabled && d.ordered {
+		return w.park(ctx, jobsFrom(ctx), d)
+	}
 	if !d.endpointEnabled {
 		if _, err := w.db.Exec(ctx, cancelDelivery, d.id, now, d.generation); err != nil {
 			return fmt.Errorf("cancel delivery %s of disabled endpoint: %w", d.id, err)
@@ -330,6 +347,18 @@ func (w *Worker) Work(ctx context.Context, job *river.Job[Args]) (err error) {
 	// attempt and snoozing wakes early; the delivery row knows the retry.
 	if trigger == TriggerScheduled && d.nextAttemptAt.After(now) {
 		return river.JobSnooze(d.nextAttemptAt.Sub(now))
+	}
+	if d.ordered {
+		verdicts, err := w.gate(ctx, []loaded{d})
+		if err != nil {
+			return err
+		}
+		switch verdicts[0] {
+		case gateBehind:
+			return nil // its line's head is another; it gets a job when its turn comes
+		case gateWait:
+			return river.JobSnooze(OrderedWaitSnooze)
+		}
 	}
 
 	release, _, err := w.takeSlots(ctx, job.JobRow, d.endpointID, 1)
@@ -355,7 +384,7 @@ func (w *Worker) Work(ctx context.Context, job *river.Job[Args]) (err error) {
 		return err
 	}
 
-	next, err := w.record(ctx, recording{d: d, trigger: trigger, a: a})
+	next, err := w.record(ctx, recording{d: d, trigger: trigger, a: a, jobs: jobsFrom(ctx)})
 	if err != nil {
 		return err
 	}

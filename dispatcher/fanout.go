@@ -94,7 +94,18 @@ func (d *Dispatcher) fanOut(ctx context.Context) (claimed int, more bool, err er
 	if claimed == 0 {
 		return 0, false, nil
 	}
-	if jobs := groups.jobs(); len(jobs) > 0 {
+	jobs := groups.jobs()
+	if len(groups.ordered) > 0 {
+		// All at once, so that the lines are locked in order: a fan-out
+		// transaction locking them batch by batch could deadlock with
+		// another doing the same.
+		heads, err := delivery.JoinLines(ctx, tx, groups.ordered, delivery.TriggerScheduled, true)
+		if err != nil {
+			return 0, false, err
+		}
+		jobs = append(jobs, delivery.LineJobs(heads)...)
+	}
+	if len(jobs) > 0 {
 		if _, err := d.river.InsertManyFastTx(ctx, tx, jobs); err != nil {
 			return 0, false, fmt.Errorf("insert %d delivery jobs: %w", len(jobs), err)
 		}
@@ -121,7 +132,11 @@ func createDeliveries(ctx context.Context, tx pgx.Tx, batch claimed, groups *job
 		status         deliverystatus.Status
 	)
 	n, err := pgx.ForEachRow(rows, []any{&id, &endpointID, &status}, func() error {
-		if status == deliverystatus.Pending {
+		switch {
+		case status != deliverystatus.Pending:
+		case batch.ordered[endpointID]:
+			groups.ordered = append(groups.ordered, id)
+		default:
 			groups.add(endpointID, id)
 		}
 		return nil
@@ -139,6 +154,10 @@ func createDeliveries(ctx context.Context, tx pgx.Tx, batch claimed, groups *job
 type jobGroups struct {
 	order []uuid.UUID
 	ids   map[uuid.UUID][]uuid.UUID
+	// ordered are the new deliveries of ordered endpoints, which join their
+	// lines (delivery.JoinLines) at the end of the transaction: only the
+	// heads get jobs.
+	ordered []uuid.UUID
 }
 
 func (g *jobGroups) add(endpointID, deliveryID uuid.UUID) {
@@ -185,6 +204,8 @@ type claimed struct {
 	deliveries []newDelivery
 	// traced are the claimed messages published with a trace context.
 	traced []tracedMessage
+	// ordered holds the endpoints of deliveries whose ordering is "object".
+	ordered map[uuid.UUID]bool
 }
 
 // newDelivery is a delivery to create: a row of insertDeliveries.
@@ -220,9 +241,10 @@ func claim(ctx context.Context, tx pgx.Tx, limit int) (claimed, error) {
 		endpointID  *uuid.UUID
 		traceparent *string
 		enabled     bool
+		ordered     bool
 		seen        = make(map[uuid.UUID]bool)
 	)
-	_, err = pgx.ForEachRow(rows, []any{&messageID, &tenantID, &traceparent, &endpointID, &enabled}, func() error {
+	_, err = pgx.ForEachRow(rows, []any{&messageID, &tenantID, &traceparent, &endpointID, &enabled, &ordered}, func() error {
 		if !seen[messageID] {
 			seen[messageID] = true
 			b.messages++
@@ -241,7 +263,15 @@ func claim(ctx context.Context, tx pgx.Tx, limit int) (claimed, error) {
 			return fmt.Errorf("delivery id: %w", err)
 		}
 		status := deliverystatus.Pending
-		if !enabled {
+		switch {
+		case ordered:
+			// Disabling holds an ordered endpoint's lines: the delivery
+			// joins its line, which resumes when the endpoint is enabled.
+			if b.ordered == nil {
+				b.ordered = make(map[uuid.UUID]bool)
+			}
+			b.ordered[*endpointID] = true
+		case !enabled:
 			status = deliverystatus.Skipped
 		}
 		b.deliveries = append(b.deliveries, newDelivery{id: id, messageID: messageID, endpointID: *endpointID, tenantID: tenantID, status: status})

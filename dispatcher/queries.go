@@ -20,7 +20,8 @@ const (
 	// dispatcher holds, marks them dispatched (effective when the
 	// transaction commits) and returns each with every endpoint of its
 	// tenant subscribed to its type, enabled or not; a message without any
-	// comes back once with a NULL endpoint. Each row carries its message's
+	// comes back once with a NULL endpoint, and whether the endpoint is
+	// ordered (ordering "object"). Each row carries its message's
 	// traceparent, for the fan-out's span in the producer's trace. Rows come message by message,
 	// so the jobs, fetched in insertion order, alternate between endpoints
 	// instead of queueing one endpoint's deliveries behind each other.
@@ -36,7 +37,7 @@ const (
     FROM claimed c
     WHERE m.id = c.id
 )
-SELECT c.id, c.tenant_id, c.traceparent, e.id, coalesce(e.enabled, false)
+SELECT c.id, c.tenant_id, c.traceparent, e.id, coalesce(e.enabled, false), coalesce(e.ordering = 'object', false)
 FROM claimed c
 LEFT JOIN herald.endpoints e
     ON e.tenant_id = c.tenant_id
@@ -93,10 +94,13 @@ LIMIT $3`
 	// strandedDeliveries returns those of the deliveries $1 that are
 	// pending with no live delivery job of their generation (see
 	// river_job_live_delivery), in id order, with their endpoints and
-	// generations.
+	// generations. A delivery waiting in its ordered line behind the head
+	// has no job by rule (see delivery.JoinLines): it is not stranded, and
+	// gets its job when it becomes the head.
 	strandedDeliveries = `SELECT d.id, d.endpoint_id, d.generation
 FROM herald.deliveries d
 WHERE d.id = ANY($1) AND d.status = 'pending'
+  AND NOT EXISTS (SELECT FROM herald.ordered_waiting w WHERE w.delivery_id = d.id)
   AND NOT EXISTS (
       SELECT FROM herald.river_job j
       WHERE j.args->>'delivery_id' = d.id::text

@@ -30,13 +30,16 @@ RETURNING tenant_id, url, description, failing_since, last_success_at`
 	// delivery whose attempt is being recorded right now is locked by that
 	// transaction, which waits for this one's endpoint lock; it is skipped
 	// rather than waited for (that would deadlock), and its job cancels it
-	// when it next wakes and finds the endpoint disabled.
+	// when it next wakes and finds the endpoint disabled. An endpoint with
+	// ordering "object" keeps its pending deliveries: disabling holds its
+	// lines, and enabling resumes them (see delivery.ResumeLines).
 	cancelPendingDeliveries = `UPDATE herald.deliveries
 SET status = 'cancelled', next_attempt_at = NULL, completed_at = $2, updated_at = now()
 WHERE id IN (
-    SELECT id FROM herald.deliveries
-    WHERE endpoint_id = $1 AND status = 'pending'
-    FOR UPDATE SKIP LOCKED
+    SELECT d.id FROM herald.deliveries d
+    WHERE d.endpoint_id = $1 AND d.status = 'pending'
+      AND NOT EXISTS (SELECT FROM herald.endpoints e WHERE e.id = $1 AND e.ordering = 'object')
+    FOR UPDATE OF d SKIP LOCKED
 )`
 
 	selectExhausted = `SELECT d.message_id, m.event_type, d.attempt_count, d.first_attempt_at, d.last_attempt_at,

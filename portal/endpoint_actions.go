@@ -11,6 +11,7 @@ import (
 	"github.com/google/uuid"
 	"github.com/jackc/pgx/v5"
 
+	"github.com/heraldhq/herald/replay"
 	"github.com/heraldhq/herald/store"
 )
 
@@ -197,7 +198,14 @@ func (p *Portal) enableEndpoint(w http.ResponseWriter, r *http.Request, s *sessi
 	if err != nil {
 		return err
 	}
-	if _, err := p.store.EnableEndpoint(r.Context(), e.ID); err != nil {
+	err = pgx.BeginFunc(r.Context(), p.pool, func(tx pgx.Tx) error {
+		if _, err := p.store.EnableEndpointTx(r.Context(), tx, e.ID); err != nil {
+			return err
+		}
+		_, err := replay.ResumeTx(r.Context(), tx, p.jobs, e.ID)
+		return err
+	})
+	if err != nil {
 		return err
 	}
 	redirectDone(w, r, Path+"/endpoints/"+e.ID.String(), "enabled")

@@ -3,7 +3,7 @@ package replay
 // The SQL of resend and replay.
 const (
 	selectResendTarget = `
-SELECT e.tenant_id, e.enabled
+SELECT e.tenant_id, e.enabled, e.ordering = 'object'
 FROM herald.messages m JOIN herald.endpoints e ON e.tenant_id = m.tenant_id
 WHERE m.id = $1 AND e.id = $2`
 
@@ -57,8 +57,9 @@ ORDER BY created_at DESC, id DESC
 LIMIT $5`
 
 	lockReplay = `
-SELECT endpoint_id, since_at, until_at, only_failed, status, cursor_created_at, cursor_id
-FROM herald.replays WHERE id = $1 FOR UPDATE`
+SELECT r.endpoint_id, r.since_at, r.until_at, r.only_failed, r.status, r.cursor_created_at, r.cursor_id,
+  coalesce((SELECT e.ordering = 'object' FROM herald.endpoints e WHERE e.id = r.endpoint_id), false)
+FROM herald.replays r WHERE r.id = $1 FOR UPDATE OF r`
 
 	// nextBatch walks the next $5 of the endpoint's deliveries ($1) after
 	// the cursor ($2, $3) in (created_at, id) order, up to $4, along
@@ -68,7 +69,7 @@ FROM herald.replays WHERE id = $1 FOR UPDATE`
 	// cancelled or skipped; the others are walked past, and the cursor
 	// moves past them too.
 	nextBatch = `
-SELECT d.id, d.created_at, (NOT $6 OR d.status IN ('failed', 'cancelled', 'skipped'))
+SELECT d.id, d.message_id, d.created_at, (NOT $6 OR d.status IN ('failed', 'cancelled', 'skipped'))
 FROM herald.deliveries d
 WHERE d.endpoint_id = $1 AND (d.created_at, d.id) > ($2, $3) AND d.created_at < $4
 ORDER BY d.created_at, d.id

@@ -52,6 +52,12 @@ type Resent struct {
 // (delivery.EarlierAttemptSnooze), and the receiver dedupes the two by
 // webhook-id.
 //
+// On an endpoint with ordering "object" the delivery joins its object's
+// line in version order instead of jumping it: it is sent now only if it
+// is the line's head or the line is empty, and otherwise when its turn
+// comes (a version below the head waits for the head to settle, since the
+// head may have a request in flight).
+//
 // It returns ErrNotFound when either does not exist or they belong to
 // different tenants, and ErrEndpointDisabled for a disabled endpoint.
 func ResendTx(ctx context.Context, tx pgx.Tx, jobs Inserter, messageID, endpointID uuid.UUID) (Resent, error) {
@@ -61,8 +67,9 @@ func ResendTx(ctx context.Context, tx pgx.Tx, jobs Inserter, messageID, endpoint
 	var (
 		tenantID string
 		enabled  bool
+		ordered  bool
 	)
-	err := tx.QueryRow(ctx, selectResendTarget, messageID, endpointID).Scan(&tenantID, &enabled)
+	err := tx.QueryRow(ctx, selectResendTarget, messageID, endpointID).Scan(&tenantID, &enabled, &ordered)
 	if errors.Is(err, pgx.ErrNoRows) {
 		return fail(ErrNotFound)
 	}
@@ -75,6 +82,11 @@ func ResendTx(ctx context.Context, tx pgx.Tx, jobs Inserter, messageID, endpoint
 	newID, err := uuid.NewV7()
 	if err != nil {
 		return fail(err)
+	}
+	if ordered {
+		if err := delivery.LockLines(ctx, tx, endpointID, []uuid.UUID{messageID}); err != nil {
+			return fail(err)
+		}
 	}
 	var r Resent
 	err = tx.QueryRow(ctx, lockDelivery, messageID, endpointID).Scan(&r.PreviousStatus)
@@ -90,11 +102,33 @@ func ResendTx(ctx context.Context, tx pgx.Tx, jobs Inserter, messageID, endpoint
 		// its delivery, pending, after the lock found none.
 		r.PreviousStatus = deliverystatus.Pending
 	}
+	if ordered {
+		if err := joinLine(ctx, tx, jobs, []uuid.UUID{r.DeliveryID}, delivery.TriggerManual); err != nil {
+			return fail(err)
+		}
+		return r, nil
+	}
 	args := delivery.Args{DeliveryID: r.DeliveryID, EndpointID: endpointID, Trigger: delivery.TriggerManual, Generation: generation}
 	if _, err := jobs.InsertTx(ctx, tx, args, nil); err != nil {
 		return fail(fmt.Errorf("queue delivery job: %w", err))
 	}
 	return r, nil
+}
+
+// joinLine puts the requeued deliveries ids of an ordered endpoint in their
+// lines, in version order, and gives a job to those that are the head of
+// their line now; the others wait for their turn (see delivery.JoinLines).
+func joinLine(ctx context.Context, tx pgx.Tx, jobs Inserter, ids []uuid.UUID, trigger delivery.Trigger) error {
+	heads, err := delivery.JoinLines(ctx, tx, ids, trigger, false)
+	if err != nil {
+		return err
+	}
+	if params := delivery.LineJobs(heads); len(params) > 0 {
+		if _, err := jobs.InsertManyTx(ctx, tx, params); err != nil {
+			return fmt.Errorf("queue %d delivery jobs: %w", len(params), err)
+		}
+	}
+	return nil
 }
 
 // MarkDispatchedTx marks a message as already fanned out, so the dispatcher
@@ -105,4 +139,22 @@ func MarkDispatchedTx(ctx context.Context, tx pgx.Tx, messageID uuid.UUID, at ti
 		return fmt.Errorf("mark message %s dispatched: %w", messageID, err)
 	}
 	return nil
+}
+
+// ResumeTx gives the parked lines of the endpoint endpointID, which tx has
+// just enabled (store.EnableEndpointTx), their next heads' jobs: disabling
+// an endpoint with ordering "object" holds its lines, and enabling resumes
+// them in version order where they stopped. It returns how many lines it
+// resumed; none for an endpoint without ordering.
+func ResumeTx(ctx context.Context, tx pgx.Tx, jobs Inserter, endpointID uuid.UUID) (int, error) {
+	heads, err := delivery.ResumeLines(ctx, tx, endpointID)
+	if err != nil {
+		return 0, err
+	}
+	if params := delivery.LineJobs(heads); len(params) > 0 {
+		if _, err := jobs.InsertManyTx(ctx, tx, params); err != nil {
+			return 0, fmt.Errorf("resume the lines of endpoint %s: queue %d delivery jobs: %w", endpointID, len(params), err)
+		}
+	}
+	return len(heads), nil
 }

@@ -127,8 +127,9 @@ func (w *Worker) step(ctx context.Context, jobs Inserter, replayID uuid.UUID) (b
 		status       string
 		cursorAt     *time.Time
 		cursorID     *uuid.UUID
+		ordered      bool
 	)
-	err = tx.QueryRow(ctx, lockReplay, replayID).Scan(&endpointID, &since, &until, &onlyFailed, &status, &cursorAt, &cursorID)
+	err = tx.QueryRow(ctx, lockReplay, replayID).Scan(&endpointID, &since, &until, &onlyFailed, &status, &cursorAt, &cursorID, &ordered)
 	if errors.Is(err, pgx.ErrNoRows) {
 		return false, nil // deleted with its endpoint
 	}
@@ -151,14 +152,17 @@ func (w *Worker) step(ctx context.Context, jobs Inserter, replayID uuid.UUID) (b
 	}
 	var (
 		batch     []uuid.UUID
+		messages  []uuid.UUID // of batch
 		last      walked
 		walkedAny bool
 		row       walked
+		messageID uuid.UUID
 	)
-	if _, err := pgx.ForEachRow(rows, []any{&row.id, &row.createdAt, &row.selected}, func() error {
+	if _, err := pgx.ForEachRow(rows, []any{&row.id, &messageID, &row.createdAt, &row.selected}, func() error {
 		walkedAny, last = true, row
 		if row.selected {
 			batch = append(batch, row.id)
+			messages = append(messages, messageID)
 		}
 		return nil
 	}); err != nil {
@@ -175,6 +179,12 @@ func (w *Worker) step(ctx context.Context, jobs Inserter, replayID uuid.UUID) (b
 	if _, err := tx.Exec(ctx, recordReplayDeliveries, replayID, batch); err != nil {
 		return false, err
 	}
+	if ordered {
+		// An ordered endpoint's lines are locked before their deliveries.
+		if err := delivery.LockLines(ctx, tx, endpointID, messages); err != nil {
+			return false, err
+		}
+	}
 	// Only deliveries that are not pending are queued; a pending one is
 	// already on its way and is counted without a second job.
 	requeued, err := tx.Query(ctx, requeueBatch, batch)
@@ -185,7 +195,15 @@ func (w *Worker) step(ctx context.Context, jobs Inserter, replayID uuid.UUID) (b
 	if err != nil {
 		return false, err
 	}
-	if params := batchJobs(endpointID, queued); len(params) > 0 {
+	if ordered {
+		ids := make([]uuid.UUID, len(queued))
+		for i, q := range queued {
+			ids[i] = q.ID
+		}
+		if err := joinLine(ctx, tx, jobs, ids, delivery.TriggerReplay); err != nil {
+			return false, err
+		}
+	} else if params := batchJobs(endpointID, queued); len(params) > 0 {
 		if _, err := jobs.InsertManyTx(ctx, tx, params); err != nil {
 			return false, fmt.Errorf("queue %d delivery batch jobs: %w", len(params), err)
 		}

@@ -1,6 +1,7 @@
 package store
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -27,6 +28,10 @@ type Endpoint struct {
 	// RateLimit is the most messages per second the endpoint receives. Zero
 	// means no limit.
 	RateLimit float64
+	// Ordering says whether deliveries of one object are sent one at a
+	// time in version order (OrderingObject) or independently
+	// (OrderingNone).
+	Ordering Ordering
 	// Enabled is false once the endpoint was disabled, by its owner, by a
 	// 410 Gone or for failing too long; DisabledReason and DisabledAt say
 	// why and when.
@@ -70,6 +75,9 @@ type NewEndpoint struct {
 	EventTypes []string
 	// RateLimit caps messages per second. Zero means no limit.
 	RateLimit float64
+	// Ordering is OrderingNone (the default; empty means it) or
+	// OrderingObject. It cannot be changed once the endpoint exists.
+	Ordering Ordering
 	// Secret is the endpoint's signing secret: a whsec_ secret or, for
 	// ed25519 signatures, a whsk_ private key. The zero Secret means a new
 	// whsec_ secret is generated.
@@ -90,7 +98,7 @@ type EndpointUpdate struct {
 
 func scanEndpoint(row pgx.Row) (Endpoint, error) {
 	var e Endpoint
-	err := row.Scan(&e.ID, &e.TenantID, &e.URL, &e.Description, &e.EventTypes, &e.RateLimit, &e.Enabled,
+	err := row.Scan(&e.ID, &e.TenantID, &e.URL, &e.Description, &e.EventTypes, &e.RateLimit, &e.Ordering, &e.Enabled,
 		&e.DisabledReason, &e.DisabledAt, &e.FailingSince, &e.LastSuccessAt, &e.CreatedAt, &e.UpdatedAt)
 	return e, err
 }
@@ -130,6 +138,11 @@ func (s *Store) createEndpoint(ctx context.Context, db dbtx, n NewEndpoint) (End
 	if err := checkRateLimit(n.RateLimit); err != nil {
 		return fail(err)
 	}
+	ordering := cmp.Or(n.Ordering, OrderingNone)
+	if !ordering.Valid() {
+		return fail(invalid("ordering", "is %q; give %q (deliveries independent, the default) or %q (one object's deliveries one at a time, in version order)",
+			ordering, OrderingNone, OrderingObject))
+	}
 	secret := n.Secret
 	if secret.Algorithm() == 0 {
 		if secret, err = signing.GenerateHMACSecret(); err != nil {
@@ -142,7 +155,7 @@ func (s *Store) createEndpoint(ctx context.Context, db dbtx, n NewEndpoint) (End
 	}
 	id, secretID := uuid.Must(uuid.NewV7()), uuid.Must(uuid.NewV7())
 	e, err := scanEndpoint(db.QueryRow(ctx, insertEndpoint, id, n.TenantID, n.URL, n.Description, eventTypes, n.RateLimit,
-		secretID, algorithm, s.sealSecret(id, secret), s.defaultCap()))
+		secretID, algorithm, s.sealSecret(id, secret), s.defaultCap(), string(ordering)))
 	if errors.Is(err, pgx.ErrNoRows) {
 		return fail(s.refusal(ctx, db, n.TenantID))
 	}

@@ -36,6 +36,7 @@ func TestCreateEndpoint(t *testing.T) {
 	require.Equal(t, []string{"invoice.paid", "invoice.voided"}, e.EventTypes, "repeats are dropped, order kept")
 	require.Equal(t, 5.0, e.RateLimit)
 	require.True(t, e.Enabled)
+	require.Equal(t, store.OrderingNone, e.Ordering, "the default")
 	require.Empty(t, e.DisabledReason)
 	require.Nil(t, e.DisabledAt)
 	require.True(t, e.Subscribes("invoice.voided"))
@@ -110,6 +111,7 @@ func TestCreateEndpointRejects(t *testing.T) {
 		{"negative rate limit", "rate_limit", "above 0", valid(func(n *store.NewEndpoint) { n.RateLimit = -1 })},
 		{"NaN rate limit", "rate_limit", "above 0", valid(func(n *store.NewEndpoint) { n.RateLimit = math.NaN() })},
 		{"infinite rate limit", "rate_limit", "above 0", valid(func(n *store.NewEndpoint) { n.RateLimit = math.Inf(1) })},
+		{"unknown ordering", "ordering", `give "none"`, valid(func(n *store.NewEndpoint) { n.Ordering = "fifo" })},
 	} {
 		t.Run(tt.name, func(t *testing.T) {
 			t.Parallel()

@@ -32,7 +32,7 @@ RETURNING ` + tenantColumns
 
 // Endpoints. NULLs come back as zero values where Endpoint has no pointer.
 const (
-	endpointColumns = `id, tenant_id, url, description, event_types, coalesce(rate_limit, 0), enabled,
+	endpointColumns = `id, tenant_id, url, description, event_types, coalesce(rate_limit, 0), ordering, enabled,
 coalesce(disabled_reason, ''), disabled_at, failing_since, last_success_at, created_at, updated_at`
 
 	// insertEndpoint creates the endpoint and its first secret in one
@@ -49,8 +49,8 @@ coalesce(disabled_reason, ''), disabled_at, failing_since, last_success_at, crea
     WHERE id = $2 AND (coalesce(max_endpoints, $10::integer) IS NULL OR endpoint_count < coalesce(max_endpoints, $10::integer))
     FOR NO KEY UPDATE
 ), endpoint AS (
-    INSERT INTO herald.endpoints (id, tenant_id, url, description, event_types, rate_limit)
-    SELECT $1, tenant.id, $3, $4, $5, nullif($6::double precision, 0) FROM tenant
+    INSERT INTO herald.endpoints (id, tenant_id, url, description, event_types, rate_limit, ordering)
+    SELECT $1, tenant.id, $3, $4, $5, nullif($6::double precision, 0), $11 FROM tenant
     RETURNING *
 ), secret AS (
     INSERT INTO herald.endpoint_secrets (id, endpoint_id, algorithm, ciphertext)

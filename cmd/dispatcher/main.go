@@ -93,6 +93,7 @@ func run(args []string) error {
 			Policy:                 s.policy,
 			Timeout:                s.timeout,
 			MaxInflightPerEndpoint: s.maxInflight,
+			OrderedHeadLimit:       s.headLimit,
 			Transport:              guard.Transport(),
 			Health:                 tracker,
 		},

@@ -24,6 +24,7 @@ type settings struct {
 	pollInterval  time.Duration
 	timeout       time.Duration
 	maxInflight   int
+	headLimit     time.Duration
 	rescueAfter   time.Duration
 	reconcile     time.Duration
 	fanOutTimeout time.Duration
@@ -88,6 +89,9 @@ func (s *settings) register(fs *flagenv.FlagSet) {
 	fs.DurationVar(&s.policy.Window, "retry-window", schedule.DefaultWindow,
 		"how long after its first attempt a delivery keeps being retried before it fails")
 	fs.Env("retry-window", "HERALD_RETRY_WINDOW")
+	fs.DurationVar(&s.headLimit, "ordered-head-limit", 0,
+		"how long the head of an ordered endpoint's line (ordering \"object\") may keep failing, holding back its object's later versions, before it is given up as a dead letter; 0 means --retry-window (see delivery.Config.OrderedHeadLimit)")
+	fs.Env("ordered-head-limit", "HERALD_ORDERED_HEAD_LIMIT")
 	fs.DurationVar(&s.policy.MaxRetryAfter, "max-retry-after", schedule.DefaultMaxRetryAfter,
 		"longest wait a receiver's Retry-After can impose; negative ignores Retry-After")
 	fs.Env("max-retry-after", "HERALD_MAX_RETRY_AFTER")
@@ -110,6 +114,9 @@ func (s *settings) check() error {
 		if p.value <= 0 {
 			errs = append(errs, fmt.Errorf("%s must be positive, got %s", p.flag, p.value))
 		}
+	}
+	if s.headLimit < 0 {
+		errs = append(errs, fmt.Errorf("--ordered-head-limit must not be negative (0 means --retry-window), got %s", s.headLimit))
 	}
 	for _, n := range []struct {
 		flag  string

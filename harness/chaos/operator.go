@@ -142,11 +142,14 @@ type forcedEnd struct {
 // or was skipped while it was disabled (only_failed), as the API's POST
 // …/replays does.
 func (o *operator) enableAndReplay(ctx context.Context, endpoint uuid.UUID, since time.Time) (replay.Replay, error) {
-	if _, err := o.store.EnableEndpoint(ctx, endpoint); err != nil {
-		return replay.Replay{}, err
-	}
 	var r replay.Replay
 	err := pgx.BeginFunc(ctx, o.pool, func(tx pgx.Tx) error {
+		if _, err := o.store.EnableEndpointTx(ctx, tx, endpoint); err != nil {
+			return err
+		}
+		if _, err := replay.ResumeTx(ctx, tx, o.jobs, endpoint); err != nil {
+			return err
+		}
 		var err error
 		r, err = replay.StartTx(ctx, tx, o.jobs, replay.Params{EndpointID: endpoint, Since: since, OnlyFailed: true})
 		return err
