@@ -25,6 +25,8 @@ type endpointForm struct {
 	Description string
 	EventTypes  []string
 	OtherTypes  string
+	// Ordering is chosen on the create form only.
+	Ordering store.Ordering
 }
 
 // eventTypeInfo is an entry of the event-type catalogue.
@@ -52,6 +54,7 @@ func readEndpointForm(r *http.Request) endpointForm {
 		Description: strings.TrimSpace(r.PostFormValue("description")),
 		EventTypes:  r.PostForm["event_types"],
 		OtherTypes:  r.PostFormValue("other_types"),
+		Ordering:    store.Ordering(r.PostFormValue("ordering")),
 	}
 }
 
@@ -73,7 +76,7 @@ func (f endpointForm) subscription() []string {
 // formFor fills the edit form from an endpoint: catalogue types become
 // ticked boxes, the rest go into the free-text field.
 func formFor(e endpointView, catalogue []eventTypeInfo) endpointForm {
-	f := endpointForm{URL: e.URL, Description: e.Description}
+	f := endpointForm{URL: e.URL, Description: e.Description, Ordering: e.Ordering}
 	var other []string
 	for _, t := range e.EventTypes {
 		if slices.ContainsFunc(catalogue, func(c eventTypeInfo) bool { return c.Name == t }) {
@@ -131,6 +134,8 @@ func fieldLabel(field string) string {
 		return "The description"
 	case "event_types":
 		return "The event types:"
+	case "ordering":
+		return "The delivery order"
 	default:
 		return field + ":"
 	}
@@ -147,6 +152,7 @@ func (p *Portal) createEndpoint(w http.ResponseWriter, r *http.Request, s *sessi
 		URL:         form.URL,
 		Description: form.Description,
 		EventTypes:  form.subscription(),
+		Ordering:    form.Ordering,
 	})
 	if err != nil {
 		data := endpointFormPage{Form: form}

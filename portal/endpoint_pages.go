@@ -13,6 +13,7 @@ import (
 
 	"github.com/heraldhq/herald/deliverylog"
 	"github.com/heraldhq/herald/internal/deliverystatus"
+	"github.com/heraldhq/herald/store"
 )
 
 // endpointView is an endpoint as the pages show it.
@@ -27,6 +28,7 @@ type endpointView struct {
 	FailingSince   *time.Time
 	LastSuccessAt  *time.Time
 	CreatedAt      time.Time
+	Ordering       store.Ordering
 	// Attempts in the last 24 hours, on the list page only.
 	Succeeded24h int
 	Failed24h    int
@@ -35,7 +37,7 @@ type endpointView struct {
 func scanEndpoint(row pgx.CollectableRow) (endpointView, error) {
 	var e endpointView
 	err := row.Scan(&e.ID, &e.URL, &e.Description, &e.EventTypes, &e.Enabled, &e.DisabledReason,
-		&e.DisabledAt, &e.FailingSince, &e.LastSuccessAt, &e.CreatedAt, &e.Succeeded24h, &e.Failed24h)
+		&e.DisabledAt, &e.FailingSince, &e.LastSuccessAt, &e.CreatedAt, &e.Ordering, &e.Succeeded24h, &e.Failed24h)
 	return e, err
 }
 
@@ -133,6 +135,40 @@ type endpointPage struct {
 	GraceOptions  []option
 	ReplayPeriods []option
 	Replays       []replayView
+	// HeldBack are the objects of an ordered endpoint whose head keeps
+	// failing, holding back their later versions.
+	HeldBack []heldBackView
+}
+
+// heldBackView is the head of an ordered endpoint's line that has failed
+// since it became the head: why, and what waits behind it.
+type heldBackView struct {
+	ObjectID     string
+	Version      int64
+	Attempts     int
+	Since        *time.Time
+	NextAttempt  *time.Time
+	LastError    string
+	LastStatus   int
+	WaitingCount int
+}
+
+// heldBackShown is how many held-back objects the endpoint page lists.
+const heldBackShown = 20
+
+func (p *Portal) heldBack(ctx context.Context, s *session, e endpointView) ([]heldBackView, error) {
+	if e.Ordering != store.OrderingObject {
+		return nil, nil
+	}
+	rows, err := p.pool.Query(ctx, selectHeldBack, e.ID, s.TenantID, heldBackShown)
+	if err != nil {
+		return nil, fmt.Errorf("held-back objects of %s: %w", e.ID, err)
+	}
+	held, err := pgx.CollectRows(rows, pgx.RowToStructByPos[heldBackView])
+	if err != nil {
+		return nil, fmt.Errorf("held-back objects of %s: %w", e.ID, err)
+	}
+	return held, nil
 }
 
 // option is one choice of a select.
@@ -171,6 +207,9 @@ func (p *Portal) showEndpoint(w http.ResponseWriter, r *http.Request, s *session
 		data.Recent[i] = deliveryViewOf(d)
 	}
 	if data.Replays, err = p.endpointReplays(r, s, e); err != nil {
+		return err
+	}
+	if data.HeldBack, err = p.heldBack(ctx, s, e); err != nil {
 		return err
 	}
 	pg := s.page(e.URL, "endpoints", data)

@@ -8,7 +8,7 @@ const (
 
 	endpointColumns = `
 e.id, e.url, e.description, e.event_types, e.enabled, coalesce(e.disabled_reason, ''),
-e.disabled_at, e.failing_since, e.last_success_at, e.created_at`
+e.disabled_at, e.failing_since, e.last_success_at, e.created_at, e.ordering`
 
 	// listEndpoints counts each endpoint's attempts of the last 24 hours
 	// from attempts_endpoint_started alone (it includes outcome): one
@@ -28,6 +28,24 @@ ORDER BY e.created_at, e.id`
 SELECT ` + endpointColumns + `, 0, 0
 FROM herald.endpoints e
 WHERE e.id = $1 AND e.tenant_id = $2`
+
+	// heldBack lists up to $3 heads of the ordered endpoint $1's lines
+	// that have failed since they became the head (their objects' later
+	// versions wait behind them), longest held first, with how many
+	// versions wait (up to 1,000). The lines are the endpoint's backlog of
+	// objects, found by ordered_lines_pkey; each head by deliveries_pkey.
+	selectHeldBack = `
+SELECT l.object_id, m.object_version, d.attempt_count - d.attempts_before_requeue, d.first_attempt_at,
+       d.next_attempt_at, coalesce(d.last_error, ''), coalesce(d.last_status_code, 0),
+       (SELECT count(*) FROM (SELECT FROM herald.ordered_waiting w
+                              WHERE w.endpoint_id = l.endpoint_id AND w.object_id = l.object_id LIMIT 1000) n)
+FROM herald.ordered_lines l
+JOIN herald.endpoints e ON e.id = l.endpoint_id AND e.tenant_id = $2
+JOIN herald.deliveries d ON d.id = l.head_delivery_id
+JOIN herald.messages m ON m.id = d.message_id
+WHERE l.endpoint_id = $1 AND d.status = 'pending' AND d.attempt_count > d.attempts_before_requeue
+ORDER BY d.first_attempt_at, l.object_id
+LIMIT $3`
 
 	// Attempts per hour for an endpoint since $2, split by outcome; the
 	// charts sum hours into days.
