@@ -330,11 +330,12 @@ func TestOrderedDisablingHoldsTheLineAndEnablingResumesIt(t *testing.T) {
 	})
 	b.publishObject(t, ctx, "obj")
 	b.publishObject(t, ctx, "obj")
-	waitFor(t, 30*time.Second, "the line parked", func() bool {
-		var parked bool
-		require.NoError(t, b.pool.QueryRow(ctx, `SELECT EXISTS (SELECT FROM herald.ordered_lines
-WHERE endpoint_id = $1 AND head_delivery_id IS NULL)`, endpoint).Scan(&parked))
-		return parked
+	waitFor(t, 30*time.Second, "the versions published meanwhile wait in the parked line", func() bool {
+		var parked, waiting int
+		require.NoError(t, b.pool.QueryRow(ctx, `SELECT
+    (SELECT count(*) FROM herald.ordered_lines WHERE endpoint_id = $1 AND head_delivery_id IS NULL),
+    (SELECT count(*) FROM herald.ordered_waiting WHERE endpoint_id = $1)`, endpoint).Scan(&parked, &waiting))
+		return parked == 1 && waiting == 3
 	})
 	require.Equal(t, map[string]int{"pending": 3, "succeeded": 1}, b.statuses(t, ctx), "disabling cancels nothing and skips nothing")
 	require.Equal(t, []int64{1, 2}, r.requests("obj"))

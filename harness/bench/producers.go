@@ -27,17 +27,25 @@ type producers struct {
 	count int
 	// perTx is how many events one transaction publishes.
 	perTx int
+	// objects is how many objects the events are about in turn; zero
+	// means each its own (see Scenario.Objects).
+	objects int
 
 	next atomic.Int64
 }
 
 // event returns the i-th event: tenants take turns, and every event is
-// about an object of its own.
+// about an object of its own, or about objects in turn when there are
+// p.objects.
 func (p *producers) event(i int64) outbox.Message {
+	object := i
+	if p.objects > 0 {
+		object = i % int64(p.objects)
+	}
 	return outbox.Message{
 		Tenant:   p.tenants[i%int64(len(p.tenants))],
 		Type:     eventType,
-		ObjectID: fmt.Sprintf("inv_%d", i),
+		ObjectID: fmt.Sprintf("inv_%d", object),
 		Data: map[string]any{
 			"id":       fmt.Sprintf("inv_%d", i),
 			"amount":   4200 + i%1000,

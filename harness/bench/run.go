@@ -250,7 +250,7 @@ func (r *runner) heraldOn(ctx context.Context, st *stage, s Scenario, hang bool,
 		return Result{}, err
 	}
 	defer pool.Close()
-	prod := &producers{pool: pool, rec: rec, tenants: tenants, count: r.cfg.Producers, perTx: s.eventsPerTx()}
+	prod := &producers{pool: pool, rec: rec, tenants: tenants, count: r.cfg.Producers, perTx: s.eventsPerTx(), objects: s.Objects}
 
 	progress := r.startProgress(s.Name, rec, res.Deliveries)
 	defer progress.stop()
@@ -449,7 +449,7 @@ func createEndpoints(ctx context.Context, url, key string, s Scenario, urls []st
 			return nil, err
 		}
 		for e := range s.endpointsPerTenant() {
-			_, err := st.CreateEndpoint(ctx, store.NewEndpoint{TenantID: tenants[t], URL: urls[t*s.endpointsPerTenant()+e]})
+			_, err := st.CreateEndpoint(ctx, store.NewEndpoint{TenantID: tenants[t], URL: urls[t*s.endpointsPerTenant()+e], Ordering: s.Ordering})
 			if err != nil {
 				return nil, err
 			}

@@ -5,6 +5,8 @@ import (
 	"math"
 	"strings"
 	"time"
+
+	"github.com/heraldhq/herald/store"
 )
 
 // Scenario is one workload. Events go to tenants in turn; every endpoint of
@@ -63,6 +65,13 @@ type Scenario struct {
 	// Clients is how many load requests are in flight at once. Defaults
 	// to DefaultLoadClients.
 	Clients int
+	// Objects is how many objects the events are about, in turn (event i
+	// is about object i mod Objects, so each object's versions follow
+	// each other); a multiple of Tenants. Zero means every event is about
+	// an object of its own.
+	Objects int
+	// Ordering is the endpoints' ordering. Empty means store.OrderingNone.
+	Ordering store.Ordering
 }
 
 // DefaultLoadClients is how many requests a load generator keeps in
@@ -89,12 +98,32 @@ var Scenarios = []Scenario{
 		Warmup:      2 * time.Second,
 	},
 	{
+		Name:        "ordered",
+		About:       "burst with ordering: object: 100,000 events about 1,000 objects to 50 ordered endpoints, then drained",
+		Tenants:     50,
+		Events:      100_000,
+		EventsPerTx: 100,
+		Warmup:      2 * time.Second,
+		Objects:     1000,
+		Ordering:    store.OrderingObject,
+	},
+	{
 		Name:     "steady",
 		About:    "1,000 events/s for 60 s to 10 endpoints",
 		Tenants:  10,
 		Rate:     1000,
 		Duration: 60 * time.Second,
 		Warmup:   10 * time.Second,
+	},
+	{
+		Name:     "ordered-steady",
+		About:    "steady with ordering: object: 1,000 events/s for 60 s about 1,000 objects to 10 ordered endpoints",
+		Tenants:  10,
+		Rate:     1000,
+		Duration: 60 * time.Second,
+		Warmup:   10 * time.Second,
+		Objects:  1000,
+		Ordering: store.OrderingObject,
 	},
 	{
 		Name:               "fanout",

@@ -2,7 +2,7 @@ package bench
 
 import "fmt"
 
-// Target is one goal of issues 9 and 21 and whether the run met it.
+// Target is one goal of issues 9, 20 and 21 and whether the run met it.
 type Target struct {
 	Name string `json:"name"`
 	Want string `json:"want"`
@@ -18,6 +18,10 @@ const (
 	targetSteadyP99        = 100  // milliseconds
 	targetIsolationRatio   = 2.0
 	targetPeakRSSMegabytes = 300
+	// The ordered scenarios' (issue 20): an ordered backlog drains at half
+	// burst's rate, and steady ordered traffic keeps its p99.
+	targetOrderedOfBurst   = 0.5
+	targetOrderedSteadyP99 = 150 // milliseconds
 	// The aged scenario's (issue 16): aged within 15% of fresh, a replay
 	// at half the rate of first attempts, a flat walk, quick pages.
 	targetAgedWithin    = 0.15
@@ -68,6 +72,24 @@ func evaluate(r Report) []Target {
 			Want: fmt.Sprintf("< %d ms at %d events/s", targetSteadyP99, targetSteadyRate),
 			Got:  fmt.Sprintf("%.1f ms at %.0f events/s", steady.Latency.P99, steady.PublishPerSecond),
 			Met: steady.Latency.P99 < targetSteadyP99 && steady.Latency.Count > 0 &&
+				steady.PublishPerSecond >= 0.95*targetSteadyRate && steady.Problem == "",
+		})
+	}
+	if ordered, ok := r.result("ordered"); ok && haveBurst && burst.DeliveredPerSecond > 0 {
+		share := ordered.DeliveredPerSecond / burst.DeliveredPerSecond
+		out = append(out, Target{
+			Name: "ordered drain rate vs burst",
+			Want: fmt.Sprintf("≥ %.0f%% of %.0f deliveries/s", targetOrderedOfBurst*100, burst.DeliveredPerSecond),
+			Got:  fmt.Sprintf("%.0f deliveries/s (%.0f%%)", ordered.DeliveredPerSecond, share*100),
+			Met:  share >= targetOrderedOfBurst && ordered.Problem == "" && burst.Problem == "",
+		})
+	}
+	if steady, ok := r.result("ordered-steady"); ok {
+		out = append(out, Target{
+			Name: "ordered-steady p99 commit-to-arrival",
+			Want: fmt.Sprintf("< %d ms at %d events/s", targetOrderedSteadyP99, targetSteadyRate),
+			Got:  fmt.Sprintf("%.1f ms at %.0f events/s", steady.Latency.P99, steady.PublishPerSecond),
+			Met: steady.Latency.P99 < targetOrderedSteadyP99 && steady.Latency.Count > 0 &&
 				steady.PublishPerSecond >= 0.95*targetSteadyRate && steady.Problem == "",
 		})
 	}
