@@ -6,7 +6,7 @@ GO ?= go
 # while a loaded machine is still gathering baseline coverage, which the fuzzer
 # reports as a failure ("context deadline exceeded") though nothing was found.
 FUZZTIME ?= 5000x
-FUZZ_TARGETS ?= ./schedule/:FuzzParseRetryAfter ./internal/ssrf/:FuzzCheckURLReadsHostsAsTheDialer ./signing/:FuzzParseSignatureHeader ./signing/:FuzzParseSecret ./signing/:FuzzSignMatchesReference ./signing/:FuzzVerifyTimestamp ./api/:FuzzPublishRequest ./api/:FuzzEndpointRequest ./receiver/:FuzzDecodePayload ./internal/sanitize/:FuzzSanitize
+FUZZ_TARGETS ?= ./schedule/:FuzzParseRetryAfter ./internal/ssrf/:FuzzCheckURLReadsHostsAsTheDialer ./signing/:FuzzParseSignatureHeader ./signing/:FuzzParseSecret ./signing/:FuzzSignMatchesReference ./signing/:FuzzVerifyTimestamp ./api/:FuzzPublishRequest ./api/:FuzzEndpointRequest ./receiver/:FuzzDecodePayload ./internal/sanitize/:FuzzSanitize ./filter/:FuzzParse
 
 .PHONY: run test check-fmt vet check-layout browser unit fuzz build bench
 
