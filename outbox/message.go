@@ -53,6 +53,12 @@ type Message struct {
 	// and its version, publishes nothing and bumps no version. At most 256
 	// characters. Empty means no key.
 	IdempotencyKey string
+	// Channels label the message for routing within its tenant: an
+	// endpoint that subscribes to channels receives only messages carrying
+	// one of them, and an endpoint without channels receives every message,
+	// with or without channels. At most MaxChannels, each a name that
+	// ValidateChannel accepts; repeats are dropped. Empty means none.
+	Channels []string
 }
 
 // Published describes a published message.
@@ -76,7 +82,7 @@ type Published struct {
 // producer's transaction is left usable.
 type ValidationError struct {
 	// Field is the message field at fault: "tenant", "type", "object_id",
-	// "data" or "idempotency_key"; "events" for a batch of more than
+	// "data", "idempotency_key" or "channels"; "events" for a batch of more than
 	// MaxBatch messages.
 	Field string
 	// Problem says what is wrong and how to fix it.
@@ -105,6 +111,9 @@ func (m Message) encode() (string, error) {
 		if strings.IndexByte(f.value, 0) >= 0 {
 			return "", &ValidationError{Field: f.name, Problem: "contains a NUL byte"}
 		}
+	}
+	if err := ValidateChannels(m.Channels); err != nil {
+		return "", &ValidationError{Field: "channels", Problem: err.Error()}
 	}
 	if m.Data == nil {
 		return "", &ValidationError{Field: "data", Problem: "is missing; pass a JSON object, for example map[string]any{}"}
@@ -137,6 +146,44 @@ func ValidateType(eventType string) error {
 		lowerOrDigit := c >= 'a' && c <= 'z' || c >= '0' && c <= '9'
 		if !lowerOrDigit && (i == 0 || c != '.' && c != '_' && c != '-') {
 			return fmt.Errorf("%s is malformed; use lower-case letters, digits, \".\", \"_\" and \"-\", starting with a letter or digit, for example invoice.paid", quoteJSON(eventType))
+		}
+	}
+	return nil
+}
+
+// MaxChannels is the most channels a message carries: 10, as
+// herald.channels_problem (migrations/0034_channels_and_filters.sql)
+// checks.
+const MaxChannels = 10
+
+// MaxChannelLength is the longest channel name, in characters: 128.
+const MaxChannelLength = 128
+
+// ValidateChannel checks a channel name against the rule herald.publish
+// enforces: 1 to MaxChannelLength letters, digits, "_", ".", ":" and "-".
+// Case matters. The error says what is wrong, in herald.publish's words.
+// Endpoint subscriptions use it too.
+func ValidateChannel(channel string) error {
+	ok := channel != "" && len(channel) <= MaxChannelLength
+	for i := 0; ok && i < len(channel); i++ {
+		c := channel[i]
+		ok = c >= 'a' && c <= 'z' || c >= 'A' && c <= 'Z' || c >= '0' && c <= '9' || c == '_' || c == '.' || c == ':' || c == '-'
+	}
+	if !ok {
+		return fmt.Errorf("%s is not a channel name; use 1 to %d letters, digits, \"_\", \".\", \":\" and \"-\", for example project-1", quoteJSON(channel), MaxChannelLength)
+	}
+	return nil
+}
+
+// ValidateChannels checks a message's channels as herald.publish does: at
+// most MaxChannels, each accepted by ValidateChannel.
+func ValidateChannels(channels []string) error {
+	if len(channels) > MaxChannels {
+		return fmt.Errorf("holds %d channels; a message carries at most %d", len(channels), MaxChannels)
+	}
+	for _, c := range channels {
+		if err := ValidateChannel(c); err != nil {
+			return err
 		}
 	}
 	return nil

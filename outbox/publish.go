@@ -129,7 +129,10 @@ func publishMany(ctx context.Context, db querier, msgs []Message) ([]Published, 
 		objects = make([]string, len(msgs))
 		data    = make([]string, len(msgs))
 		keys    = make([]*string, len(msgs))
-		bad     BatchError
+		// channels is nil unless a message has some: most publishes
+		// carry none, and NULL costs the function nothing.
+		channels [][]string
+		bad      BatchError
 	)
 	for i, m := range msgs {
 		if m.Tenant != tenant {
@@ -146,11 +149,21 @@ func publishMany(ctx context.Context, db querier, msgs []Message) ([]Published, 
 		if m.IdempotencyKey != "" {
 			keys[i] = &msgs[i].IdempotencyKey
 		}
+		if len(m.Channels) > 0 {
+			if channels == nil {
+				channels = make([][]string, len(msgs))
+			}
+			channels[i] = m.Channels
+		}
 	}
 	if len(bad.Items) > 0 {
 		return nil, &bad
 	}
-	rows, err := db.Query(ctx, tryPublishMany, tenant, types, objects, data, keys, traceparent(trace.SpanContextFromContext(ctx)))
+	var channelsJSON []byte
+	if channels != nil {
+		channelsJSON, _ = json.Marshal(channels) // [][]string always encodes; a nil slice is null
+	}
+	rows, err := db.Query(ctx, tryPublishMany, tenant, types, objects, data, keys, traceparent(trace.SpanContextFromContext(ctx)), channelsJSON)
 	if err != nil {
 		return nil, err
 	}
