@@ -13,6 +13,7 @@ import (
 	"github.com/jackc/pgx/v5"
 
 	"github.com/heraldhq/herald/internal/deliverystatus"
+	"github.com/heraldhq/herald/internal/historyid"
 	"github.com/heraldhq/herald/internal/unnest"
 )
 
@@ -272,7 +273,8 @@ func (w *Worker) decide(r recording, dec *decision) (recordRow, error) {
 	dec.outcome = Decide(r.a.result, dec.number-p.attemptsBeforeRequeue, first, dec.ended, policy)
 	dec.settled = settle(p.status, dec.outcome, dec.ended, r.d.ordered)
 
-	attemptID, err := uuid.NewV7()
+	// The attempt lives in its delivery's partitions (package historyid).
+	attemptID, err := historyid.Child(r.d.id)
 	if err != nil {
 		return recordRow{}, fmt.Errorf("attempt id: %w", err)
 	}

@@ -31,6 +31,8 @@ import (
 	"github.com/heraldhq/herald/migrations"
 	"github.com/heraldhq/herald/receivercheck"
 	"github.com/heraldhq/herald/replay"
+	"github.com/heraldhq/herald/retention"
+	"github.com/heraldhq/herald/schedule"
 )
 
 // Defaults of Config.
@@ -151,6 +153,12 @@ type Config struct {
 	// until the clock is right. Defaults to 1 minute. Zero means the
 	// default; negative turns the check off (a simulated clock).
 	ClockCheckInterval time.Duration
+	// Retention configures the maintenance of history's time partitions
+	// (package retention): its Pool and Logger default to Pool and Logger,
+	// its RetryWindow to Delivery.Policy's window. One dispatcher at a time
+	// runs a pass, every retention.Period of the interval. Defaults:
+	// partitions of 1 day, kept 30 days.
+	Retention retention.Config
 	// Registerer receives the dispatcher's metrics: the skew of its clock
 	// (herald_dispatcher_clock_skew_seconds) and the faults on Herald's
 	// side that stopped deliveries (herald_dispatcher_faults_total, unless
@@ -249,11 +257,29 @@ func New(cfg Config) (*Dispatcher, error) {
 	if err := river.AddWorkerSafely(workers, reconcile); err != nil {
 		return nil, fmt.Errorf("dispatcher: %w", err)
 	}
+	retentionCfg := cfg.Retention
+	if retentionCfg.Pool == nil {
+		retentionCfg.Pool = cfg.Pool
+	}
+	retentionCfg.Logger = cmp.Or(retentionCfg.Logger, logger)
+	if retentionCfg.RetryWindow == 0 {
+		retentionCfg.RetryWindow = schedule.DefaultWindow
+		if w := deliveryCfg.Policy.Window; w > 0 {
+			retentionCfg.RetryWindow = w
+		}
+	}
+	maintainer, err := retention.New(retentionCfg)
+	if err != nil {
+		return nil, fmt.Errorf("dispatcher: %w", err)
+	}
+	if err := river.AddWorkerSafely(workers, retention.NewWorker(maintainer)); err != nil {
+		return nil, fmt.Errorf("dispatcher: %w", err)
+	}
 	periodic := []*river.PeriodicJob{river.NewPeriodicJob(
 		river.PeriodicInterval(cmp.Or(cfg.ReconcileInterval, DefaultReconcileInterval)),
 		func() (river.JobArgs, *river.InsertOpts) { return reconcileArgs{}, nil },
 		&river.PeriodicJobOpts{RunOnStart: true},
-	)}
+	), retention.PeriodicJob(maintainer, delivery.Queue)}
 	var tracer trace.Tracer
 	if cfg.TracerProvider != nil {
 		tracer = cfg.TracerProvider.Tracer(TracerName)

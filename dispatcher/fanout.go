@@ -11,6 +11,7 @@ import (
 
 	"github.com/heraldhq/herald/delivery"
 	"github.com/heraldhq/herald/internal/deliverystatus"
+	"github.com/heraldhq/herald/internal/historyid"
 	"github.com/heraldhq/herald/internal/unnest"
 )
 
@@ -258,7 +259,8 @@ func claim(ctx context.Context, tx pgx.Tx, limit int) (claimed, error) {
 		if traceparent != nil {
 			b.traced[len(b.traced)-1].endpoints++
 		}
-		id, err := uuid.NewV7()
+		// The delivery lives in its message's partitions (package historyid).
+		id, err := historyid.Child(messageID)
 		if err != nil {
 			return fmt.Errorf("delivery id: %w", err)
 		}

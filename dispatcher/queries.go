@@ -46,10 +46,13 @@ ORDER BY c.created_at, c.id, e.id`
 
 	// insertDeliveries inserts one delivery per (message, endpoint) pair
 	// and returns the ones it inserted: a pair that already has a delivery
-	// is left alone, so a re-run never creates a second one.
+	// is left alone, so a re-run never creates a second one. The pair is
+	// unique in each partition of deliveries, where all of a message's
+	// deliveries are (migrations/0024_history_partitions.sql); ON CONFLICT
+	// without a target arbitrates on the partition's unique indexes.
 	insertDeliveries = `INSERT INTO herald.deliveries (id, message_id, endpoint_id, tenant_id, status)
 SELECT * FROM unnest($1::uuid[], $2::uuid[], $3::uuid[], $4::text[], $5::text[])
-ON CONFLICT (message_id, endpoint_id) DO NOTHING
+ON CONFLICT DO NOTHING
 RETURNING id, endpoint_id, status`
 
 	// selectClock reads Postgres's clock as it runs the statement (now()

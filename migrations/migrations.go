@@ -15,6 +15,7 @@ import (
 	"fmt"
 	"io/fs"
 	"log/slog"
+	"math"
 	"path"
 	"sort"
 	"strconv"
@@ -103,6 +104,11 @@ func riverMigrator(pool *pgxpool.Pool) *rivermigrate.Migrator[pgx.Tx] {
 // migration leaves Herald's tables as they were. Calling Apply on an
 // up-to-date database does nothing.
 func Apply(ctx context.Context, pool *pgxpool.Pool) error {
+	return apply(ctx, pool, math.MaxInt)
+}
+
+// apply is Apply up to and including migration last.
+func apply(ctx context.Context, pool *pgxpool.Pool, last int) error {
 	all, err := All()
 	if err != nil {
 		return err
@@ -142,7 +148,7 @@ func Apply(ctx context.Context, pool *pgxpool.Pool) error {
 		return err
 	}
 	for _, m := range all {
-		if applied[m.Version] {
+		if applied[m.Version] || m.Version > last {
 			continue
 		}
 		if _, err := tx.Exec(ctx, m.SQL); err != nil {

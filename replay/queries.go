@@ -15,15 +15,26 @@ SELECT status FROM herald.deliveries WHERE message_id = $1 AND endpoint_id = $2 
 	// fresh retry window and schedule (its attempts so far no longer count
 	// towards either), in its next generation, which fences out its earlier
 	// jobs (see delivery.Args.Generation). It returns the delivery and its
-	// generation.
+	// generation. The pair is unique in each partition of deliveries rather
+	// than in the table (migrations/0024_history_partitions.sql), so this is
+	// an update, else an insert that does nothing on a conflict: when a
+	// concurrent transaction inserted the pair first, it returns no row once
+	// that one committed, and running it again updates that delivery.
 	requeueDelivery = `
-INSERT INTO herald.deliveries (id, message_id, endpoint_id, tenant_id, status)
-VALUES ($1, $2, $3, $4, 'pending')
-ON CONFLICT (message_id, endpoint_id) DO UPDATE
-SET status = 'pending', generation = herald.deliveries.generation + 1,
-    attempts_before_requeue = herald.deliveries.attempt_count,
-    first_attempt_at = NULL, next_attempt_at = now(), completed_at = NULL, updated_at = now()
-RETURNING id, generation`
+WITH requeued AS (
+  UPDATE herald.deliveries
+  SET status = 'pending', generation = generation + 1,
+      attempts_before_requeue = attempt_count,
+      first_attempt_at = NULL, next_attempt_at = now(), completed_at = NULL, updated_at = now()
+  WHERE message_id = $2 AND endpoint_id = $3
+  RETURNING id, generation
+), created AS (
+  INSERT INTO herald.deliveries (id, message_id, endpoint_id, tenant_id, status)
+  SELECT $1, $2, $3, $4, 'pending' WHERE NOT EXISTS (SELECT FROM requeued)
+  ON CONFLICT DO NOTHING
+  RETURNING id, generation
+)
+SELECT id, generation FROM requeued UNION ALL SELECT id, generation FROM created`
 
 	markDispatched = `UPDATE herald.messages SET dispatched_at = $2 WHERE id = $1 AND dispatched_at IS NULL`
 

@@ -13,6 +13,7 @@ import (
 
 	"github.com/heraldhq/herald/delivery"
 	"github.com/heraldhq/herald/internal/deliverystatus"
+	"github.com/heraldhq/herald/internal/historyid"
 )
 
 // Inserter queues River jobs in a transaction; *river.Client[pgx.Tx] is one.
@@ -79,7 +80,8 @@ func ResendTx(ctx context.Context, tx pgx.Tx, jobs Inserter, messageID, endpoint
 	if !enabled {
 		return fail(ErrEndpointDisabled)
 	}
-	newID, err := uuid.NewV7()
+	// A new delivery lives in its message's partitions (package historyid).
+	newID, err := historyid.Child(messageID)
 	if err != nil {
 		return fail(err)
 	}
@@ -94,7 +96,13 @@ func ResendTx(ctx context.Context, tx pgx.Tx, jobs Inserter, messageID, endpoint
 		return fail(err)
 	}
 	var generation int
-	if err := tx.QueryRow(ctx, requeueDelivery, newID, messageID, endpointID, tenantID).Scan(&r.DeliveryID, &generation); err != nil {
+	err = tx.QueryRow(ctx, requeueDelivery, newID, messageID, endpointID, tenantID).Scan(&r.DeliveryID, &generation)
+	if errors.Is(err, pgx.ErrNoRows) {
+		// A concurrent first resend inserted the pair and has committed;
+		// this statement, run again, sees and requeues its delivery.
+		err = tx.QueryRow(ctx, requeueDelivery, newID, messageID, endpointID, tenantID).Scan(&r.DeliveryID, &generation)
+	}
+	if err != nil {
 		return fail(err)
 	}
 	if r.PreviousStatus == "" && generation > 0 {

@@ -22,6 +22,7 @@ import (
 	"github.com/heraldhq/herald/delivery"
 	"github.com/heraldhq/herald/dispatcher"
 	"github.com/heraldhq/herald/health"
+	"github.com/heraldhq/herald/retention"
 	"github.com/heraldhq/herald/store"
 )
 
@@ -104,6 +105,7 @@ func run(args []string) error {
 		ReconcileInterval:    s.reconcile,
 		FanOutTimeout:        s.fanOutTimeout,
 		ShutdownGrace:        s.shutdownGrace,
+		Retention:            retention.Config{Interval: s.partitionInterval, Retention: s.retention},
 		Registerer:           registry,
 		Logger:               logger,
 		TracerProvider:       tracing.Provider,

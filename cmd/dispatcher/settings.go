@@ -10,6 +10,7 @@ import (
 	"github.com/heraldhq/herald/dispatcher"
 	"github.com/heraldhq/herald/health"
 	"github.com/heraldhq/herald/internal/ssrf"
+	"github.com/heraldhq/herald/retention"
 	"github.com/heraldhq/herald/schedule"
 )
 
@@ -30,8 +31,11 @@ type settings struct {
 	fanOutTimeout time.Duration
 	shutdownGrace time.Duration
 	metricsAddr   string
-	policy        schedule.Policy
-	logFormat     flagenv.LogFormat
+	// partitionInterval and retention: package retention.
+	partitionInterval time.Duration
+	retention         time.Duration
+	policy            schedule.Policy
+	logFormat         flagenv.LogFormat
 }
 
 func (s *settings) register(fs *flagenv.FlagSet) {
@@ -96,6 +100,13 @@ func (s *settings) register(fs *flagenv.FlagSet) {
 		"longest wait a receiver's Retry-After can impose; negative ignores Retry-After")
 	fs.Env("max-retry-after", "HERALD_MAX_RETRY_AFTER")
 
+	fs.DurationVar(&s.partitionInterval, "partition-interval", retention.DefaultInterval,
+		"time range of each new partition of history (messages, deliveries, attempts), aligned to UTC midnight for a day; at least 1m")
+	fs.Env("partition-interval", "HERALD_PARTITION_INTERVAL")
+	fs.DurationVar(&s.retention, "retention", retention.DefaultRetention,
+		"how long history is kept: a partition is dropped once it ended this long ago and holds nothing pending; at least --retry-window plus one --partition-interval")
+	fs.Env("retention", "HERALD_RETENTION")
+
 	fs.LogFormatVar(&s.logFormat)
 }
 
@@ -125,6 +136,9 @@ func (s *settings) check() error {
 		if n.value < 1 {
 			errs = append(errs, fmt.Errorf("%s must be at least 1, got %d", n.flag, n.value))
 		}
+	}
+	if err := (retention.Config{Interval: s.partitionInterval, Retention: s.retention, RetryWindow: s.policy.Window}).Check(); err != nil {
+		errs = append(errs, fmt.Errorf("--partition-interval, --retention: %w", err))
 	}
 	return errors.Join(errs...)
 }

@@ -128,7 +128,7 @@ type slot struct {
 }
 
 func (s slot) deliveryID(nonce uint32) uuid.UUID {
-	return idAt(s.at.Add(5*time.Millisecond), nonce, tagDelivery, s.k)
+	return idAt(s.at, nonce, tagDelivery, s.k)
 }
 
 // slots yields every slot in time order. Streams take their slots evenly
@@ -259,7 +259,7 @@ func (h *history) attempts(yield func([]any) bool) {
 			if a.status != 200 {
 				problem, excerpt = "HTTP "+strconv.Itoa(int(a.status)), "Service Unavailable"
 			}
-			if !yield([]any{idAt(a.at, h.nonce, tagAttempt, s.k*4+uint64(i)), d, m, s.endpoint, int32(i + 1), "scheduled",
+			if !yield([]any{idAt(s.at, h.nonce, tagAttempt, s.k*4+uint64(i)), d, m, s.endpoint, int32(i + 1), "scheduled",
 				a.at, int32(20 + s.k%80), a.status, problem, excerpt, a.outcome}) {
 				return
 			}
@@ -273,6 +273,19 @@ func (h *history) replayDeliveries(yield func([]any) bool) {
 			if !yield([]any{h.replays[s.tenantID], s.deliveryID(h.nonce)}) {
 				return
 			}
+		}
+	}
+}
+
+// publishKeys are the publish idempotency keys of the messages that carry
+// one, as herald.try_publish_many claims them.
+func (h *history) publishKeys(yield func([]any) bool) {
+	for s := range h.slots() {
+		if s.k%idempotencyEvery != 0 {
+			continue
+		}
+		if !yield([]any{s.tenantID, "key_" + strconv.FormatUint(s.k, 10), h.messageID(s), int64(s.k/10_000 + 1), s.at}) {
+			return
 		}
 	}
 }

@@ -1,11 +1,15 @@
 // Package historyfill bulk-loads a plausible delivery history — messages,
-// their deliveries, attempts, replay records and idempotency records —
-// into Herald's real schema with COPY, as fast as Postgres takes it. The
+// their deliveries, attempts, replay records, idempotency records and
+// publish idempotency keys — into Herald's real schema with COPY, as fast as Postgres takes it. The
 // aged benchmark fills millions of deliveries with it; the history-plan
 // tests fill enough for the planner to prefer indexes.
 //
-// Rows go in in time order (ids are UUIDv7 of the row's time, as Herald
-// makes them), one COPY per table, the tables in parallel. Foreign-key
+// Rows go in in time order, one COPY per table, the tables in parallel.
+// Ids are UUIDv7 of the message's time, as Herald makes them: a delivery's
+// and an attempt's carry their message's (package historyid), so that a
+// message's history shares its partitions. On a schema partitioned by time
+// (migrations/0024_history_partitions.sql) the fill first creates the
+// partitions of its span, a day each. Foreign-key
 // triggers are skipped when the role may (session_replication_role =
 // replica, superusers only): the filler writes consistent rows itself, and
 // checking each one cost more than writing it. COPY into a partitioned
@@ -101,6 +105,9 @@ func Fill(ctx context.Context, pool *pgxpool.Pool, spec Spec) (Result, error) {
 		return res, err
 	}
 	res.Triggers = !canSkipTriggers(ctx, pool)
+	if err := createPartitions(ctx, pool, h.start, spec.End); err != nil {
+		return res, err
+	}
 
 	g, gctx := errgroup.WithContext(ctx)
 	tables := []struct {
@@ -114,6 +121,7 @@ func Fill(ctx context.Context, pool *pgxpool.Pool, spec Spec) (Result, error) {
 		{"attempts", []string{"id", "delivery_id", "message_id", "endpoint_id", "attempt_number", "trigger", "started_at", "duration_ms", "status_code", "error", "response_excerpt", "outcome"}, h.attempts, &res.Attempts},
 		{"replay_deliveries", []string{"replay_id", "delivery_id"}, h.replayDeliveries, &res.Others},
 	}
+	var keys int64
 	var idempotency int64
 	for _, tbl := range tables {
 		g.Go(func() error {
@@ -127,10 +135,15 @@ func Fill(ctx context.Context, pool *pgxpool.Pool, spec Spec) (Result, error) {
 		idempotency = n
 		return err
 	})
+	g.Go(func() error {
+		n, err := copyTable(gctx, pool, !res.Triggers, "publish_idempotency_keys", []string{"tenant_id", "idempotency_key", "message_id", "object_version", "created_at"}, h.publishKeys)
+		keys = n
+		return err
+	})
 	if err := g.Wait(); err != nil {
 		return res, err
 	}
-	res.Others += idempotency + int64(len(h.endpoints)) + int64(len(h.replays))
+	res.Others += idempotency + keys + int64(len(h.endpoints)) + int64(len(h.replays))
 	if _, err := pool.Exec(ctx, `UPDATE herald.replays r SET total = c.n, enqueued = c.n
 FROM (SELECT replay_id, count(*)::int AS n FROM herald.replay_deliveries WHERE replay_id = ANY($1) GROUP BY replay_id) c
 WHERE r.id = c.replay_id`, h.replayIDs()); err != nil {
@@ -139,11 +152,28 @@ WHERE r.id = c.replay_id`, h.replayIDs()); err != nil {
 	res.Load = time.Since(start)
 
 	start = time.Now()
-	if _, err := pool.Exec(ctx, `VACUUM (ANALYZE) herald.messages, herald.deliveries, herald.attempts, herald.replay_deliveries, herald.idempotency_records, herald.endpoints, herald.replays`); err != nil {
+	if _, err := pool.Exec(ctx, `VACUUM (ANALYZE) herald.messages, herald.deliveries, herald.attempts, herald.replay_deliveries, herald.idempotency_records, herald.publish_idempotency_keys, herald.endpoints, herald.replays`); err != nil {
 		return res, fmt.Errorf("vacuum the filled tables: %w", err)
 	}
 	res.Vacuum = time.Since(start)
 	return res, nil
+}
+
+// createPartitions creates the partitions of history that cover [from, to]
+// in days, when the schema is partitioned; before that migration it does
+// nothing.
+func createPartitions(ctx context.Context, pool *pgxpool.Pool, from, to time.Time) error {
+	var partitioned bool
+	if err := pool.QueryRow(ctx, `SELECT to_regproc('herald.create_history_partitions') IS NOT NULL`).Scan(&partitioned); err != nil {
+		return fmt.Errorf("look for history partitioning: %w", err)
+	}
+	if !partitioned {
+		return nil
+	}
+	if _, err := pool.Exec(ctx, `SELECT herald.create_history_partitions($1, $2, interval '1 day')`, from, to.Add(24*time.Hour)); err != nil {
+		return fmt.Errorf("create the history's partitions: %w", err)
+	}
+	return nil
 }
 
 // canSkipTriggers reports whether the role may set session_replication_role.

@@ -30,6 +30,7 @@ import (
 	"github.com/jackc/pgx/v5"
 
 	"github.com/heraldhq/herald/internal/deliverystatus"
+	"github.com/heraldhq/herald/internal/historyid"
 )
 
 // DB is what the factories insert through: a *pgxpool.Pool, a pgx.Tx or a
@@ -151,7 +152,8 @@ func Message(tb testing.TB, db DB, opts *MessageOpts) MessageRow {
 // DeliveryOpts are a delivery's columns. Its tenant is always its
 // endpoint's.
 type DeliveryOpts struct {
-	// ID defaults to a fresh UUIDv7.
+	// ID defaults to a fresh UUIDv7 of its message's time, as the fan-out
+	// makes it (package historyid).
 	ID uuid.UUID
 	// EndpointID defaults to an endpoint inserted with Endpoint.
 	EndpointID uuid.UUID
@@ -190,8 +192,13 @@ func Delivery(tb testing.TB, db DB, opts *DeliveryOpts) DeliveryRow {
 	if o.MessageID == uuid.Nil {
 		o.MessageID = Message(tb, db, &MessageOpts{TenantID: tenantOf(tb, db, o.EndpointID)}).ID
 	}
+	if o.ID == uuid.Nil {
+		id, err := historyid.Child(o.MessageID)
+		check(tb, "delivery id", err)
+		o.ID = id
+	}
 	var r DeliveryRow
-	err := db.QueryRow(tb.Context(), insertDelivery, newID(o.ID), o.MessageID, o.EndpointID,
+	err := db.QueryRow(tb.Context(), insertDelivery, o.ID, o.MessageID, o.EndpointID,
 		cmp.Or(o.Status, deliverystatus.Pending), o.FirstAttemptAt, o.CompletedAt, o.CreatedAt).
 		Scan(&r.ID, &r.MessageID, &r.EndpointID, &r.TenantID, &r.Status, &r.FirstAttemptAt, &r.CompletedAt, &r.CreatedAt)
 	if errors.Is(err, pgx.ErrNoRows) {

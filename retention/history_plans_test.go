@@ -1,0 +1,31 @@
+package retention
+
+import (
+	"testing"
+	"time"
+
+	"github.com/heraldhq/herald/internal/historyplan"
+)
+
+// The maintenance's queries on history go through indexes: the checks
+// herald.drop_history_partitions runs on a partition before dropping it
+// (as it runs them, on one partition of the filled history), and the
+// pruning of publish idempotency keys.
+func TestHistoryQueriesUseIndexes(t *testing.T) {
+	t.Parallel()
+	pool, s := historyplan.NewPool(t)
+	var suffix string
+	if err := pool.QueryRow(t.Context(), `SELECT suffix FROM herald.history_partitions WHERE upper_at <= $1 ORDER BY upper_at DESC LIMIT 1`, s.End).Scan(&suffix); err != nil {
+		t.Fatalf("pick a partition of the filled history: %v", err)
+	}
+	horizon := s.End.Add(-10 * 24 * time.Hour)
+	historyplan.Check(t, pool, []historyplan.Query{
+		{Name: "retention: sets past the horizon", SQL: selectDue, Args: []any{horizon}},
+		{Name: "retention: drop check, undispatched", SQL: `SELECT EXISTS (SELECT FROM herald.messages_p` + suffix + ` WHERE dispatched_at IS NULL)`,
+			Uses: []string{"messages_undispatched"}},
+		{Name: "retention: drop check, pending", SQL: `SELECT EXISTS (SELECT FROM herald.deliveries_p` + suffix + ` WHERE status = 'pending')`,
+			Uses: []string{"deliveries_pending"}},
+		{Name: "retention: prune publish idempotency keys", SQL: pruneIdempotencyKeys, Args: []any{horizon, pruneBatch},
+			Uses: []string{"publish_idempotency_keys_created"}},
+	})
+}

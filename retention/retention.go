@@ -1,0 +1,291 @@
+// Package retention keeps Herald's history within its retention: it creates
+// the time partitions of history ahead of need and drops them once they are
+// past retention and settled (migrations/0024_history_partitions.sql says
+// how history is partitioned).
+//
+// A Maintainer's pass does the whole job once; the dispatchers run a pass
+// as a River periodic job (Worker), which River's leader schedules and one
+// dispatcher works at a time, so any number of dispatchers may run with the
+// same settings.
+//
+// A partition set is dropped when its range ended at least the retention
+// before now and it holds no undispatched message and no pending delivery.
+// One that is past retention but not settled is kept and looked at again
+// every pass: it goes as soon as its last delivery settles (succeeds,
+// exhausts its retry window, or is cancelled when its endpoint is disabled
+// or deleted). Nothing pending is dropped, however old.
+package retention
+
+import (
+	"cmp"
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"time"
+
+	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgconn"
+	"github.com/jackc/pgx/v5/pgxpool"
+)
+
+// Defaults of Config.
+const (
+	// DefaultInterval is the time range one partition covers.
+	DefaultInterval = 24 * time.Hour
+	// DefaultRetention is how long history is kept.
+	DefaultRetention = 30 * 24 * time.Hour
+	// MinInterval is the shortest partition interval.
+	MinInterval = time.Minute
+	// DefaultLockTimeout bounds the wait for the locks that dropping a
+	// partition set takes; history's readers and writers queue behind the
+	// wait, so it is short. A pass that times out tries again next time.
+	DefaultLockTimeout = 500 * time.Millisecond
+	// pruneBatch is how many publish idempotency keys one statement prunes.
+	pruneBatch = 5000
+	// maxPruneBatches bounds a pass's pruning; the rest waits for the next.
+	maxPruneBatches = 20
+)
+
+// Config configures a Maintainer.
+type Config struct {
+	// Pool holds Herald's tables. Required.
+	Pool *pgxpool.Pool
+	// Interval is the time range of each new partition, aligned to the unix
+	// epoch (a day: UTC midnights). Changing it changes only the partitions
+	// made from then on. Defaults to 1 day; at least MinInterval, in whole
+	// seconds. Zero means the default.
+	Interval time.Duration
+	// Retention is how long history is kept: a partition set is dropped
+	// once it ended this long ago and is settled. Defaults to 30 days. Zero
+	// means the default.
+	Retention time.Duration
+	// RetryWindow is the deliveries' retry window (schedule.Policy.Window);
+	// Retention must be at least RetryWindow plus one Interval, or
+	// partitions would routinely still hold retrying deliveries when they
+	// come due. Zero skips that check.
+	RetryWindow time.Duration
+	// Ahead is how far past now partitions are created. Defaults to three
+	// intervals, and at least twice Period. Zero means the default.
+	Ahead time.Duration
+	// LockTimeout bounds the wait for a drop's locks. Defaults to
+	// DefaultLockTimeout. Zero means the default.
+	LockTimeout time.Duration
+	// Now is the clock. Defaults to time.Now.
+	Now func() time.Time
+	// Logger receives what each pass did. Defaults to slog.Default().
+	Logger *slog.Logger
+}
+
+// Period is how often the dispatchers run a pass for interval: half an
+// interval, between 10 seconds and a minute.
+func Period(interval time.Duration) time.Duration {
+	return min(max(cmp.Or(interval, DefaultInterval)/2, 10*time.Second), time.Minute)
+}
+
+// ErrConfig is wrapped by every error Check returns.
+var ErrConfig = errors.New("retention settings")
+
+// Check reports settings out of range, naming the flag's concept and the fix.
+func (c Config) Check() error {
+	interval, retention := cmp.Or(c.Interval, DefaultInterval), cmp.Or(c.Retention, DefaultRetention)
+	switch {
+	case c.Interval < 0 || c.Retention < 0 || c.Ahead < 0 || c.LockTimeout < 0:
+		return fmt.Errorf("%w: the partition interval, retention, ahead and lock timeout must not be negative; zero means the default", ErrConfig)
+	case interval < MinInterval:
+		return fmt.Errorf("%w: the partition interval is %s; it must be at least %s", ErrConfig, interval, MinInterval)
+	case interval%time.Second != 0:
+		return fmt.Errorf("%w: the partition interval is %s; it must be whole seconds", ErrConfig, interval)
+	case c.RetryWindow > 0 && retention < c.RetryWindow+interval:
+		return fmt.Errorf("%w: a retention of %s is shorter than the retry window (%s) plus one partition interval (%s): partitions would come due while their deliveries are still being retried; keep history at least %s",
+			ErrConfig, retention, c.RetryWindow, interval, c.RetryWindow+interval)
+	}
+	return nil
+}
+
+// Maintainer runs passes.
+type Maintainer struct {
+	pool        *pgxpool.Pool
+	interval    time.Duration
+	retention   time.Duration
+	ahead       time.Duration
+	lockTimeout time.Duration
+	now         func() time.Time
+	logger      *slog.Logger
+}
+
+// New checks cfg and returns a Maintainer.
+func New(cfg Config) (*Maintainer, error) {
+	if cfg.Pool == nil {
+		return nil, errors.New("retention: Config.Pool is nil; pass the database pool")
+	}
+	if err := cfg.Check(); err != nil {
+		return nil, err
+	}
+	interval := cmp.Or(cfg.Interval, DefaultInterval)
+	now := cfg.Now
+	if now == nil {
+		now = time.Now
+	}
+	return &Maintainer{
+		pool:        cfg.Pool,
+		interval:    interval,
+		retention:   cmp.Or(cfg.Retention, DefaultRetention),
+		ahead:       cmp.Or(cfg.Ahead, max(3*interval, 2*Period(interval))),
+		lockTimeout: cmp.Or(cfg.LockTimeout, DefaultLockTimeout),
+		now:         now,
+		logger:      cmp.Or(cfg.Logger, slog.Default()),
+	}, nil
+}
+
+// Outcome is what a pass found for one partition set past the horizon.
+type Outcome string
+
+// The outcomes of a partition set past the horizon.
+const (
+	// Dropped: the set is gone.
+	Dropped Outcome = "dropped"
+	// Undispatched: it holds a message not fanned out yet; kept.
+	Undispatched Outcome = "undispatched"
+	// Pending: it holds a pending delivery; kept.
+	Pending Outcome = "pending"
+	// Busy: its locks were not granted within the lock timeout; kept
+	// until the next pass.
+	Busy Outcome = "busy"
+)
+
+// Report is what a pass did.
+type Report struct {
+	// Horizon is the end of retention: sets that ended before it are due.
+	Horizon time.Time
+	// Created are the suffixes of the sets created.
+	Created []string
+	// Remade are the empty sets not begun yet that were dropped because
+	// they were made with another interval; Created has their successors.
+	Remade []string
+	// Due are the sets past the horizon by suffix, and what became of each.
+	Due map[string]Outcome
+	// PrunedKeys is how many publish idempotency keys older than the
+	// horizon were deleted.
+	PrunedKeys int64
+}
+
+// Pass creates the partitions from now to Ahead, drops the sets past
+// retention that are settled, and prunes the publish idempotency keys older
+// than retention.
+func (m *Maintainer) Pass(ctx context.Context) (Report, error) {
+	now := m.now()
+	rep := Report{Horizon: now.Add(-m.retention), Due: map[string]Outcome{}}
+	if err := m.reshape(ctx, now, &rep); err != nil {
+		return rep, err
+	}
+	rows, err := m.pool.Query(ctx, createPartitions, now, now.Add(m.ahead), m.interval)
+	if err != nil {
+		return rep, fmt.Errorf("create history partitions: %w", err)
+	}
+	if rep.Created, err = pgx.CollectRows(rows, pgx.RowTo[string]); err != nil {
+		return rep, fmt.Errorf("create history partitions: %w", err)
+	}
+	rows, err = m.pool.Query(ctx, selectDue, rep.Horizon)
+	if err != nil {
+		return rep, fmt.Errorf("list history partitions past retention: %w", err)
+	}
+	due, err := pgx.CollectRows(rows, pgx.RowTo[string])
+	if err != nil {
+		return rep, fmt.Errorf("list history partitions past retention: %w", err)
+	}
+	for _, suffix := range due {
+		outcome, err := m.drop(ctx, suffix, rep.Horizon)
+		if err != nil {
+			return rep, err
+		}
+		rep.Due[suffix] = outcome
+	}
+	for range maxPruneBatches {
+		tag, err := m.pool.Exec(ctx, pruneIdempotencyKeys, rep.Horizon, pruneBatch)
+		if err != nil {
+			return rep, fmt.Errorf("prune publish idempotency keys: %w", err)
+		}
+		rep.PrunedKeys += tag.RowsAffected()
+		if tag.RowsAffected() < pruneBatch {
+			break
+		}
+	}
+	m.log(ctx, rep)
+	return rep, nil
+}
+
+// reshape drops the empty sets that have not begun and were made with
+// another interval, so that a changed interval applies from now on rather
+// than after the partitions made ahead with the old one.
+func (m *Maintainer) reshape(ctx context.Context, now time.Time, rep *Report) error {
+	rows, err := m.pool.Query(ctx, selectMisshapen, now, m.interval)
+	if err != nil {
+		return fmt.Errorf("list history partitions of another interval: %w", err)
+	}
+	suffixes, err := pgx.CollectRows(rows, pgx.RowTo[string])
+	if err != nil {
+		return fmt.Errorf("list history partitions of another interval: %w", err)
+	}
+	for _, suffix := range suffixes {
+		var dropped bool
+		busy, err := m.locked(ctx, func(tx pgx.Tx) error {
+			return tx.QueryRow(ctx, dropEmptyPartitions, suffix).Scan(&dropped)
+		})
+		if err != nil {
+			return fmt.Errorf("remake history partitions %s: %w", suffix, err)
+		}
+		if dropped && !busy {
+			rep.Remade = append(rep.Remade, suffix)
+		}
+	}
+	return nil
+}
+
+// drop drops one set in a transaction of its own.
+func (m *Maintainer) drop(ctx context.Context, suffix string, horizon time.Time) (Outcome, error) {
+	var got string
+	busy, err := m.locked(ctx, func(tx pgx.Tx) error {
+		return tx.QueryRow(ctx, dropPartitions, suffix, horizon).Scan(&got)
+	})
+	if err != nil {
+		return "", fmt.Errorf("drop history partitions %s: %w", suffix, err)
+	}
+	if busy {
+		return Busy, nil
+	}
+	return Outcome(got), nil
+}
+
+// locked runs f in a transaction whose lock waits end at the lock timeout,
+// and reports busy when one did (or a deadlock was broken): f's work is
+// then undone, to be tried again at the next pass.
+func (m *Maintainer) locked(ctx context.Context, f func(tx pgx.Tx) error) (busy bool, err error) {
+	err = pgx.BeginFunc(ctx, m.pool, func(tx pgx.Tx) error {
+		if _, err := tx.Exec(ctx, fmt.Sprintf("SET LOCAL lock_timeout = %d", m.lockTimeout.Milliseconds())); err != nil {
+			return err
+		}
+		return f(tx)
+	})
+	var pgErr *pgconn.PgError
+	if errors.As(err, &pgErr) && (pgErr.Code == "55P03" || pgErr.Code == "40P01") { // lock_not_available, deadlock_detected
+		return true, nil
+	}
+	return false, err
+}
+
+func (m *Maintainer) log(ctx context.Context, rep Report) {
+	for _, s := range rep.Created {
+		m.logger.InfoContext(ctx, "history partitions created", "suffix", s)
+	}
+	for s, o := range rep.Due {
+		if o == Dropped {
+			m.logger.InfoContext(ctx, "history partitions dropped", "suffix", s, "horizon", rep.Horizon)
+			continue
+		}
+		m.logger.InfoContext(ctx, "history partitions past retention kept", "suffix", s, "reason", string(o), "horizon", rep.Horizon)
+	}
+	if rep.PrunedKeys > 0 {
+		m.logger.InfoContext(ctx, "publish idempotency keys pruned", "count", rep.PrunedKeys, "horizon", rep.Horizon)
+	}
+}
