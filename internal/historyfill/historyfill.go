@@ -152,7 +152,7 @@ WHERE r.id = c.replay_id`, h.replayIDs()); err != nil {
 	res.Load = time.Since(start)
 
 	start = time.Now()
-	if _, err := pool.Exec(ctx, `VACUUM (ANALYZE) herald.messages, herald.deliveries, herald.attempts, herald.replay_deliveries, herald.idempotency_records, herald.publish_idempotency_keys, herald.endpoints, herald.replays`); err != nil {
+	if err := unbounded(ctx, pool, `VACUUM (ANALYZE) herald.messages, herald.deliveries, herald.attempts, herald.replay_deliveries, herald.idempotency_records, herald.publish_idempotency_keys, herald.endpoints, herald.replays`); err != nil {
 		return res, fmt.Errorf("vacuum the filled tables: %w", err)
 	}
 	res.Vacuum = time.Since(start)
@@ -176,6 +176,22 @@ func createPartitions(ctx context.Context, pool *pgxpool.Pool, from, to time.Tim
 	return nil
 }
 
+// unbounded runs sql without the pool's statement timeout, on a connection
+// of its own.
+func unbounded(ctx context.Context, pool *pgxpool.Pool, sql string) error {
+	conn, err := pool.Acquire(ctx)
+	if err != nil {
+		return err
+	}
+	defer conn.Release()
+	if _, err := conn.Exec(ctx, `SET statement_timeout = 0`); err != nil {
+		return err
+	}
+	defer func() { _, _ = conn.Exec(context.WithoutCancel(ctx), `RESET statement_timeout`) }()
+	_, err = conn.Exec(ctx, sql)
+	return err
+}
+
 // canSkipTriggers reports whether the role may set session_replication_role.
 func canSkipTriggers(ctx context.Context, pool *pgxpool.Pool) bool {
 	var super bool
@@ -190,6 +206,12 @@ func copyTable(ctx context.Context, pool *pgxpool.Pool, skipTriggers bool, table
 		return 0, err
 	}
 	defer conn.Release()
+	// A bulk load runs as long as its rows take, on a busy machine minutes:
+	// the pool's statement timeout is for Herald's queries, not for it.
+	if _, err := conn.Exec(ctx, `SET statement_timeout = 0`); err != nil {
+		return 0, fmt.Errorf("copy %s: %w", table, err)
+	}
+	defer func() { _, _ = conn.Exec(context.WithoutCancel(ctx), `RESET statement_timeout`) }()
 	if skipTriggers {
 		if _, err := conn.Exec(ctx, `SET session_replication_role = replica`); err != nil {
 			return 0, fmt.Errorf("copy %s: %w", table, err)
