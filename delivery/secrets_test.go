@@ -130,7 +130,8 @@ func (b *secretsBundle) storedSecrets(t *testing.T, ctx context.Context, endpoin
 }
 
 // dump is every row of every table in Herald's schema, as COPY writes it:
-// what a database dump would hold.
+// what a database dump would hold (a partitioned table's rows twice: from
+// it and from its partitions).
 func (b *secretsBundle) dump(t *testing.T, ctx context.Context) string {
 	t.Helper()
 	rows, err := b.pool.Query(ctx, "SELECT tablename FROM pg_tables WHERE schemaname = $1 ORDER BY tablename", migrations.Schema)
@@ -143,7 +144,7 @@ func (b *secretsBundle) dump(t *testing.T, ctx context.Context) string {
 	defer conn.Release()
 	var out bytes.Buffer
 	for _, table := range tables {
-		_, err := conn.Conn().PgConn().CopyTo(ctx, &out, "COPY "+pgx.Identifier{migrations.Schema, table}.Sanitize()+" TO STDOUT")
+		_, err := conn.Conn().PgConn().CopyTo(ctx, &out, "COPY (SELECT * FROM "+pgx.Identifier{migrations.Schema, table}.Sanitize()+") TO STDOUT")
 		require.NoError(t, err)
 	}
 	return out.String()
