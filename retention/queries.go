@@ -19,10 +19,10 @@ const (
 
 	// pruneIdempotencyKeys deletes up to $2 of the oldest publish
 	// idempotency keys made before $1, through
-	// publish_idempotency_keys_created.
+	// publish_idempotency_keys_created, by their row addresses (a join on
+	// the key would hash the whole table).
 	pruneIdempotencyKeys = `
-DELETE FROM herald.publish_idempotency_keys k
-USING (SELECT tenant_id, idempotency_key FROM herald.publish_idempotency_keys
-       WHERE created_at < $1 ORDER BY created_at LIMIT $2) old
-WHERE k.tenant_id = old.tenant_id AND k.idempotency_key = old.idempotency_key`
+DELETE FROM herald.publish_idempotency_keys
+WHERE ctid = ANY (ARRAY(SELECT ctid FROM herald.publish_idempotency_keys
+                        WHERE created_at < $1 ORDER BY created_at LIMIT $2))`
 )

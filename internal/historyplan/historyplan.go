@@ -131,6 +131,10 @@ func Check(t *testing.T, pool *pgxpool.Pool, queries []Query) {
 	if err != nil {
 		t.Fatalf("historyplan: %v", err)
 	}
+	empty, err := emptyPartitions(t.Context(), pool)
+	if err != nil {
+		t.Fatalf("historyplan: %v", err)
+	}
 	for _, q := range queries {
 		for _, generic := range []bool{false, true} {
 			plan, err := explain(t.Context(), pool, q, generic)
@@ -154,12 +158,39 @@ func Check(t *testing.T, pool *pgxpool.Pool, queries []Query) {
 					t.Errorf("%s: its %s plan does not read %s:\n%s", q.Name, kindOf(generic), want, textPlan(t.Context(), pool, q, generic))
 				}
 			}
-			if scans := SeqScans(plan); len(scans) > 0 {
+			if scans := slices.DeleteFunc(SeqScans(plan), func(rel string) bool { return empty[rel] }); len(scans) > 0 {
 				t.Errorf("%s: its %s plan scans %s sequentially; give it an index path (see docs/history-queries.md):\n%s",
 					q.Name, kindOf(generic), strings.Join(scans, ", "), textPlan(t.Context(), pool, q, generic))
 			}
 		}
 	}
+}
+
+// emptyPartitions are the partitions of history tables that hold no row:
+// those made ahead of time and the default partitions. The planner reads an
+// empty table sequentially, which costs nothing however long Herald runs.
+func emptyPartitions(ctx context.Context, pool *pgxpool.Pool) (map[string]bool, error) {
+	rows, err := pool.Query(ctx, `
+SELECT c.relname FROM pg_inherits i
+JOIN pg_class c ON c.oid = i.inhrelid JOIN pg_class p ON p.oid = i.inhparent
+JOIN pg_namespace n ON n.oid = p.relnamespace AND n.nspname = 'herald'
+WHERE c.relkind = 'r' AND p.relname = ANY($1)`, HistoryTables)
+	if err != nil {
+		return nil, fmt.Errorf("list the history's partitions: %w", err)
+	}
+	names, err := pgx.CollectRows(rows, pgx.RowTo[string])
+	if err != nil {
+		return nil, fmt.Errorf("list the history's partitions: %w", err)
+	}
+	empty := map[string]bool{}
+	for _, name := range names {
+		var any bool
+		if err := pool.QueryRow(ctx, `SELECT EXISTS (SELECT FROM herald.`+pgx.Identifier{name}.Sanitize()+`)`).Scan(&any); err != nil {
+			return nil, fmt.Errorf("look into %s: %w", name, err)
+		}
+		empty[name] = !any
+	}
+	return empty, nil
 }
 
 // indexParents maps the indexes of partitions to their partitioned
