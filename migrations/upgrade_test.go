@@ -59,9 +59,11 @@ INSERT INTO herald.endpoints (id, tenant_id, url) VALUES ('`+endpoint.String()+`
 	require.NoError(t, err)
 	before := snapshot(t, pool)
 
+	// Later migrations may add columns; the rows are compared as 0024 left them.
+	require.NoError(t, migrations.ApplyThrough(ctx, pool, 24))
+	require.Equal(t, before, snapshot(t, pool), "every row of every table is kept, unchanged")
 	require.NoError(t, migrations.Apply(ctx, pool))
 	require.NoError(t, migrations.Check(ctx, pool))
-	require.Equal(t, before, snapshot(t, pool), "every row of every table is kept, unchanged")
 
 	t.Run("history tables are partitioned, legacy first", func(t *testing.T) {
 		for _, table := range []string{"messages", "deliveries", "attempts", "replay_deliveries"} {
@@ -96,10 +98,10 @@ WHERE parent.relkind = 'p' AND NOT EXISTS (
 		require.NoError(t, err)
 		parents, err = pgx.CollectRows(rows, pgx.RowTo[string])
 		require.NoError(t, err)
-		require.Equal(t, []string{"attempts_delivery", "attempts_endpoint_started", "attempts_message", "attempts_pkey",
+		require.Subset(t, parents, []string{"attempts_delivery", "attempts_endpoint_started", "attempts_message", "attempts_pkey",
 			"deliveries_endpoint_created", "deliveries_pending", "deliveries_pkey",
 			"messages_pkey", "messages_tenant_created", "messages_undispatched",
-			"replay_deliveries_delivery", "replay_deliveries_pkey"}, parents)
+			"replay_deliveries_delivery", "replay_deliveries_pkey"}, "later migrations may add indexes, not take these away")
 
 		var withoutPair []string
 		rows, err = pool.Query(ctx, `
@@ -142,6 +144,10 @@ ORDER BY 1`)
 		var again uuid.UUID
 		require.NoError(t, pool.QueryRow(ctx, `SELECT message_id FROM herald.publish('acme', 'invoice.paid', 'inv_1', '{"amount": 1}', idempotency_key => 'pay_1')`).Scan(&again))
 		require.Equal(t, keyed, again, "a key published before the upgrade is still a duplicate")
+		// The legacy partition reaches to the second after its newest row.
+		var legacyEnd time.Time
+		require.NoError(t, pool.QueryRow(ctx, `SELECT upper_at FROM herald.history_partitions WHERE suffix = '_legacy'`).Scan(&legacyEnd))
+		time.Sleep(time.Until(legacyEnd) + 10*time.Millisecond)
 		var fresh uuid.UUID
 		require.NoError(t, pool.QueryRow(ctx, `SELECT message_id FROM herald.publish('acme', 'invoice.paid', 'inv_3', '{}')`).Scan(&fresh))
 		var partition string
