@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"log/slog"
 	"slices"
+	"strings"
 	"time"
 
 	"github.com/jackc/pgx/v5/pgxpool"
@@ -235,5 +236,29 @@ func settle(ctx context.Context, cfg Config, herald, consumer *pgxpool.Pool, log
 			return err
 		}
 	}
-	return fmt.Errorf("%s", state)
+	return fmt.Errorf("%s%s", state, describeUnsettled(ctx, herald))
+}
+
+// describeUnsettled lists, for a run that did not settle, the deliveries
+// not succeeded with their state and their River jobs', so that the
+// report says where each one stopped.
+func describeUnsettled(ctx context.Context, herald *pgxpool.Pool) string {
+	rows, err := herald.Query(ctx, selectUnsettled)
+	if err != nil {
+		return "; listing them: " + err.Error()
+	}
+	defer rows.Close()
+	var b strings.Builder
+	for rows.Next() {
+		var line string
+		if err := rows.Scan(&line); err != nil {
+			return "; listing them: " + err.Error()
+		}
+		b.WriteString("\n  ")
+		b.WriteString(line)
+	}
+	if err := rows.Err(); err != nil {
+		return "; listing them: " + err.Error()
+	}
+	return b.String()
 }
