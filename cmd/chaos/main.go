@@ -254,6 +254,6 @@ func writeHeader(w io.Writer, cfg chaos.Config, postgres, mode string, private b
 		server = "a private server of the run's own (initdb, pg_ctl start on a free loopback port; fsync off)"
 	}
 	fmt.Fprintf(w, "postgres: %s; outage: --postgres=%s\n", server, mode)
-	fmt.Fprintf(w, "also: %.0f%% of the events to a second endpoint answering 410 Gone until %.0f%% of the run, then enabled and replayed (only_failed); %d pending deliveries resent; %d delivery jobs ended by force (reconciler every %s); dispatcher 0's database black-holed for %s; event %d kills the consumer's worker process (lease %s, %d attempts)\n\n",
-		100*cfg.GoneShare, 100*cfg.GoneUntil, cfg.Resends, cfg.ForcedEnds, cfg.ReconcileInterval, cfg.BlackHole, cfg.Poison, cfg.ConsumerLease, cfg.ConsumerMaxAttempts)
+	fmt.Fprintf(w, "also: %.0f%% of the events to a third endpoint with ordering object, under the same faults; %.0f%% of the events to a second endpoint answering 410 Gone until %.0f%% of the run, then enabled and replayed (only_failed); %d pending deliveries resent; %d delivery jobs ended by force (reconciler every %s); dispatcher 0's database black-holed for %s; event %d kills the consumer's worker process (lease %s, %d attempts)\n\n",
+		100*cfg.OrderedShare, 100*cfg.GoneShare, 100*cfg.GoneUntil, cfg.Resends, cfg.ForcedEnds, cfg.ReconcileInterval, cfg.BlackHole, cfg.Poison, cfg.ConsumerLease, cfg.ConsumerMaxAttempts)
 }

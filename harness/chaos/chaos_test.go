@@ -35,7 +35,8 @@ func TestMain(m *testing.M) {
 // broken once (the server is shared with other tests, so it is not
 // restarted), the consumer failing, hanging and dropping responses, and
 // the run's other disruptions: an endpoint gone and replayed, resends,
-// jobs ended by force, a black-holed dispatcher and a poison event.
+// jobs ended by force, a black-holed dispatcher and a poison event; a
+// fifth of the events go to an endpoint with ordering object.
 func TestChaos(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()
@@ -78,6 +79,9 @@ func TestChaos(t *testing.T) {
 	require.Positive(t, report.Replayed)
 	require.Equal(t, report.GoneDeliveries, report.GoneSucceeded)
 	require.Equal(t, 1, report.BlackHoles)
+	require.Positive(t, report.OrderedEvents, "some events go to the ordered endpoint")
+	require.Greater(t, report.OrderedRequests, report.OrderedEvents, "and some of them were retried")
+	require.Zero(t, report.OutOfOrder, "each object's versions arrived at the ordered endpoint in turn")
 	require.Zero(t, report.Lost)
 	require.Zero(t, report.AppliedTwice)
 	require.Equal(t, report.Objects, report.ObjectsLatest)

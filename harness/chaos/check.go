@@ -43,9 +43,10 @@ const timingMargin = 250 * time.Millisecond
 
 // message is a committed event as Herald stored it.
 type message struct {
-	objectID string
-	version  int64
-	key      string
+	eventType string
+	objectID  string
+	version   int64
+	key       string
 }
 
 // attemptRow is one row of Herald's attempt log.
@@ -83,6 +84,9 @@ func check(ctx context.Context, r *Report, h *harness) error {
 	}
 	checkArrivals(r, messages, arrivals, attempts, jobErrors)
 	checkInFlight(r, arrivals)
+	if err := checkOrder(ctx, r, h, messages, arrivals); err != nil {
+		return err
+	}
 	poison, err := poisonEvent(r, messages)
 	if err != nil {
 		return err
@@ -224,7 +228,7 @@ func readMessages(ctx context.Context, herald *pgxpool.Pool) (map[string]message
 	messages := make(map[string]message)
 	var id uuid.UUID
 	var m message
-	_, err = pgx.ForEachRow(rows, []any{&id, &m.objectID, &m.version, &m.key}, func() error {
+	_, err = pgx.ForEachRow(rows, []any{&id, &m.eventType, &m.objectID, &m.version, &m.key}, func() error {
 		messages[delivery.MessageHeaderID(id)] = m
 		return nil
 	})

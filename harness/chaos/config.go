@@ -58,6 +58,12 @@ type Config struct {
 	// GoneUntil is the share of the events stored when the second
 	// endpoint stops answering 410 and is enabled and replayed, in (0, 1).
 	GoneUntil float64
+	// OrderedShare is the share of events published with the type only
+	// the third endpoint receives. That endpoint is created with ordering
+	// object: the consumer must see each object's versions of that type in
+	// increasing order, each sent only once the one before was answered
+	// 2xx. Zero leaves the third endpoint out.
+	OrderedShare float64
 	// Deferred is the share of events whose first request the consumer
 	// answers 429 with a Retry-After of 20 s, until the resends and the
 	// forced ends are done: deliveries waiting for a retry, for those two
@@ -99,8 +105,9 @@ type Config struct {
 // the producers' transactions rolled back, the consumer answering 500 to
 // 5 % of requests, holding 2 % past the sender's 1 s timeout, dropping the
 // connection after storing 2 % and answering 2 % too late; two
-// dispatchers, killed six times in turns. Besides: 1 % of the events go to
-// a second endpoint that answers 410 Gone for the first 35 % of the run and
+// dispatchers, killed six times in turns. Besides: 20 % of the events go
+// to a third endpoint with ordering object, under the same faults; 1 % of
+// the events go to a second endpoint that answers 410 Gone for the first 35 % of the run and
 // is then enabled and replayed; 10 pending deliveries are resent and 6
 // delivery jobs ended by force; dispatcher 0's database connections are
 // black holes for 10 s; and event 4,000 kills the consumer's worker process
@@ -126,6 +133,7 @@ func Full() Config {
 
 		GoneShare:           0.01,
 		GoneUntil:           0.35,
+		OrderedShare:        0.2,
 		Deferred:            0.01,
 		Resends:             10,
 		ForcedEnds:          6,
@@ -189,6 +197,9 @@ func (c Config) Validate() error {
 	}
 	if c.GoneShare < 0 || c.GoneShare >= 0.5 {
 		errs = append(errs, fmt.Errorf("chaos: GoneShare is %v; want a share in [0, 0.5)", c.GoneShare))
+	}
+	if c.OrderedShare < 0 || c.OrderedShare >= 0.5 {
+		errs = append(errs, fmt.Errorf("chaos: OrderedShare is %v; want a share in [0, 0.5)", c.OrderedShare))
 	}
 	if c.GoneShare > 0 && (c.GoneUntil <= 0 || c.GoneUntil >= 1) {
 		errs = append(errs, fmt.Errorf("chaos: GoneUntil is %v; want a share of the run in (0, 1)", c.GoneUntil))

@@ -27,16 +27,17 @@ const source = "herald"
 // consumerConns is the size of the pool of the consumer's Handler.
 const consumerConns = 6
 
-// The consumer's two endpoints, by the path of their URL.
+// The consumer's endpoints, by the path of their URL.
 const (
-	mainPath = "/webhooks"
-	gonePath = "/gone"
+	mainPath    = "/webhooks"
+	gonePath    = "/gone"
+	orderedPath = "/ordered"
 )
 
 // consumer is the webhook consumer of a run: receiver's Handler behind the
-// fault injector, at two endpoints (see gonePath), storing into the inbox
-// that the consumer's worker process applies (see workerProcess). It
-// records every request it gets.
+// fault injector, at its endpoints (see gonePath and orderedPath), storing
+// into the inbox that the consumer's worker process applies (see
+// workerProcess). It records every request it gets.
 type consumer struct {
 	pool   *pgxpool.Pool
 	inbox  *receiver.Handler
@@ -58,7 +59,7 @@ type consumer struct {
 
 // arrival is one request the consumer got.
 type arrival struct {
-	endpoint  string // the URL's path: mainPath or gonePath
+	endpoint  string // the URL's path: mainPath, gonePath or orderedPath
 	webhookID string
 	timestamp string // the webhook-timestamp header: which attempt this is
 	at, end   time.Time

@@ -4,7 +4,7 @@
 // Producers publish events about a set of objects through the outbox, in
 // transactions that also change the producer's own rows; some of them roll
 // back. Two dispatcher processes, built from cmd/dispatcher and started as
-// real subprocesses, fan the events out and deliver them to two endpoints of
+// real subprocesses, fan the events out and deliver them to three endpoints of
 // a consumer built on package receiver: its Handler stores into the inbox,
 // and a separate worker process (the calling program run again, see
 // [RunConsumerWorker]) applies the inbox to a ledger and to version-guarded

@@ -22,17 +22,26 @@ const tenant = "chaos"
 
 // eventType is the type of the events the consumer's endpoint receives,
 // goneType the type of those only the second endpoint (the one that
-// answers 410 Gone for a while) receives.
+// answers 410 Gone for a while) receives, orderedType the type of those
+// only the third endpoint (ordering object) receives.
 const (
-	eventType = "object.updated"
-	goneType  = "object.archived"
+	eventType   = "object.updated"
+	goneType    = "object.archived"
+	orderedType = "object.moved"
 )
 
 // typeOf is the type of event i: goneType for a share cfg.GoneShare of
-// the events, never for the poison event.
+// the events, orderedType for a share cfg.OrderedShare of the rest, never
+// for the poison event.
 func typeOf(cfg Config, i int) string {
-	if i != cfg.Poison && unit(cfg.Seed, "gone", strconv.Itoa(i)) < cfg.GoneShare {
+	if i == cfg.Poison {
+		return eventType
+	}
+	if unit(cfg.Seed, "gone", strconv.Itoa(i)) < cfg.GoneShare {
 		return goneType
+	}
+	if unit(cfg.Seed, "ordered", strconv.Itoa(i)) < cfg.OrderedShare {
+		return orderedType
 	}
 	return eventType
 }

@@ -42,10 +42,22 @@ WHERE datname = ANY ($1) AND pid <> pg_backend_pid()`
     (SELECT count(*) FROM herald.deliveries WHERE status <> 'succeeded'),
     (SELECT count(*) FROM herald.replays WHERE status <> 'completed'),
     (SELECT count(*) FROM herald.deliveries)`
+	// selectUnsettled describes each delivery not succeeded, with its
+	// endpoint's state and every River job that names it.
+	selectUnsettled = `SELECT format('delivery %s (message %s, endpoint %s enabled=%s) %s, attempts %s (%s before requeue), generation %s, next attempt %s, created %s, updated %s; jobs: %s',
+    d.id, d.message_id, d.endpoint_id, e.enabled, d.status, d.attempt_count, d.attempts_before_requeue, d.generation,
+    coalesce(d.next_attempt_at::text, 'none'), d.created_at, d.updated_at,
+    coalesce((SELECT string_agg(format('%s %s %s attempt %s scheduled %s generation %s', j.id, j.kind, j.state, j.attempt, j.scheduled_at, coalesce(j.args->>'generation', '0')), '; ' ORDER BY j.id)
+              FROM river_job j
+              WHERE j.args->>'delivery_id' = d.id::text OR j.args->'delivery_ids' ? d.id::text), 'none'))
+FROM herald.deliveries d JOIN herald.endpoints e ON e.id = d.endpoint_id
+WHERE d.status <> 'succeeded'
+ORDER BY d.created_at
+LIMIT 20`
 	consumerBacklog = `SELECT count(*) FROM webhook_inbox.events WHERE processed_at IS NULL AND dead_at IS NULL`
 
 	// The end state.
-	selectMessages = `SELECT id, object_id, object_version, coalesce(idempotency_key, '') FROM herald.messages
+	selectMessages = `SELECT id, event_type, object_id, object_version, coalesce(idempotency_key, '') FROM herald.messages
 WHERE tenant_id = $1`
 	selectDeliveryStatuses = `SELECT status, count(*) FROM herald.deliveries GROUP BY status`
 	// selectMiscountedDeliveries counts deliveries whose attempt count
@@ -124,6 +136,9 @@ WHERE kind = ANY($3) AND id > $2 AND state = 'completed'
 	selectClientsAttempting = `SELECT DISTINCT attempted_by[cardinality(attempted_by)] FROM herald.river_job
 WHERE attempted_at > $1 AND cardinality(attempted_by) > 0
   AND (state = 'running' OR (state = 'completed' AND finalized_at > $1))`
+	// selectNotSucceeded lists the messages of endpoint $1's deliveries
+	// that were given up.
+	selectNotSucceeded = `SELECT message_id FROM herald.deliveries WHERE endpoint_id = $1 AND status = 'failed'`
 	// selectEndpointDeliveries counts endpoint $1's deliveries by status.
 	selectEndpointDeliveries = `SELECT status, count(*) FROM herald.deliveries WHERE endpoint_id = $1 GROUP BY status`
 	// countGoneAttempts counts the attempts to endpoint $1 that recorded

@@ -81,6 +81,12 @@ type Report struct {
 	// how many deliveries the only_failed replay after its enabling
 	// covered.
 	GoneRequests, GoneAttempts, GoneDeliveries, GoneSucceeded, Replayed int
+	// OrderedEvents counts the events of the third endpoint (ordering
+	// object), OrderedRequests the requests it got, OutOfOrder those of
+	// them sent before a lower version of their object was answered 2xx
+	// or after a higher one was, and OrderedGivenUp its deliveries given
+	// up (the only gaps allowed).
+	OrderedEvents, OrderedRequests, OutOfOrder, OrderedGivenUp int
 	// Resends counts the pending deliveries resent, ResentSucceeded those
 	// of them that succeeded.
 	Resends, ResentSucceeded int
@@ -158,6 +164,9 @@ func (r *Report) WriteTable(w io.Writer) error {
 	row("postgres restarts", r.PostgresRestarts, outage)
 	if r.Config.GoneShare > 0 {
 		row("endpoint gone (410), re-enabled, replayed", r.GoneDeliveries, fmt.Sprintf("deliveries to the second endpoint: %d requests answered 410, %d attempts recorded 410 (the first disabled it); an only_failed replay after enabling it covered %d; %d succeeded in the end", r.GoneRequests, r.GoneAttempts, r.Replayed, r.GoneSucceeded))
+	}
+	if r.Config.OrderedShare > 0 {
+		row("ordered endpoint (ordering: object)", r.OrderedEvents, fmt.Sprintf("events to the third endpoint, under the same faults: %d requests; %d out of version order; %d given up", r.OrderedRequests, r.OutOfOrder, r.OrderedGivenUp))
 	}
 	row("pending deliveries resent", r.Resends, fmt.Sprintf("in flight or waiting for a retry (replay.ResendTx); %d succeeded", r.ResentSucceeded))
 	row("delivery jobs ended by force", r.ForcedEnds, fmt.Sprintf("waiting for a retry, cancelled (JobCancel) or set to discarded (UPDATE); %d given a new job by the reconciler and succeeded", r.ForcedRecovered))

@@ -124,9 +124,10 @@ type harness struct {
 	// that dispatcher's dispatcher.RecoveryBound.
 	proxy *blackhole.Proxy
 	bound time.Duration
-	// mainEndpoint and goneEndpoint are the consumer's two endpoints.
-	mainEndpoint, goneEndpoint uuid.UUID
-	started                    time.Time
+	// mainEndpoint, goneEndpoint and orderedEndpoint are the consumer's
+	// endpoints.
+	mainEndpoint, goneEndpoint, orderedEndpoint uuid.UUID
+	started                                     time.Time
 }
 
 // prepare opens the databases, creates the producer's table, the tenant
@@ -271,13 +272,14 @@ func (h *harness) close() {
 
 // createEndpoints creates the producer's tenant and the consumer's
 // endpoints under base: mainPath for eventType and, when the run has
-// one, gonePath for goneType. It returns their signing secrets.
+// them, gonePath for goneType and orderedPath (ordering object) for
+// orderedType. It returns their signing secrets.
 func (h *harness) createEndpoints(ctx context.Context, st *store.Store, base string) ([]signing.Secret, error) {
 	if _, err := st.CreateTenant(ctx, store.NewTenant{ID: tenant}); err != nil {
 		return nil, fmt.Errorf("create tenant: %w", err)
 	}
-	create := func(path, eventType string) (uuid.UUID, signing.Secret, error) {
-		e, err := st.CreateEndpoint(ctx, store.NewEndpoint{TenantID: tenant, URL: base + path, Description: "chaos consumer " + path, EventTypes: []string{eventType}})
+	create := func(path, eventType string, ordering store.Ordering) (uuid.UUID, signing.Secret, error) {
+		e, err := st.CreateEndpoint(ctx, store.NewEndpoint{TenantID: tenant, URL: base + path, Description: "chaos consumer " + path, EventTypes: []string{eventType}, Ordering: ordering})
 		if err != nil {
 			return uuid.Nil, signing.Secret{}, fmt.Errorf("create endpoint %s: %w", path, err)
 		}
@@ -285,16 +287,22 @@ func (h *harness) createEndpoints(ctx context.Context, st *store.Store, base str
 		return e.ID, secret, err
 	}
 	var secrets []signing.Secret
-	id, secret, err := create(mainPath, eventType)
+	id, secret, err := create(mainPath, eventType, store.OrderingNone)
 	if err != nil {
 		return nil, err
 	}
 	h.mainEndpoint, secrets = id, append(secrets, secret)
 	if h.cfg.GoneShare > 0 {
-		if id, secret, err = create(gonePath, goneType); err != nil {
+		if id, secret, err = create(gonePath, goneType, store.OrderingNone); err != nil {
 			return nil, err
 		}
 		h.goneEndpoint, secrets = id, append(secrets, secret)
+	}
+	if h.cfg.OrderedShare > 0 {
+		if id, secret, err = create(orderedPath, orderedType, store.OrderingObject); err != nil {
+			return nil, err
+		}
+		h.orderedEndpoint, secrets = id, append(secrets, secret)
 	}
 	return secrets, nil
 }
