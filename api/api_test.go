@@ -52,7 +52,7 @@ func setup(t testing.TB, guard ...*ssrf.Guard) *testBundle {
 	}
 	st, err := store.New(pool, cfg)
 	require.NoError(t, err)
-	s, err := api.New(api.Config{Pool: pool, Store: st, Logger: slog.New(slog.DiscardHandler), PublicURL: "http://herald.test", MaxBodyBytes: 64 << 10})
+	s, err := api.New(api.Config{Pool: pool, Store: st, Logger: testLogger(t), PublicURL: "http://herald.test", MaxBodyBytes: 64 << 10})
 	require.NoError(t, err)
 	server := httptest.NewServer(s.Handler())
 	t.Cleanup(server.Close)
@@ -64,6 +64,12 @@ func setup(t testing.TB, guard ...*ssrf.Guard) *testBundle {
 	_, b.globex, err = auth.CreateAPIKey(ctx, pool, "globex", "globex")
 	require.NoError(t, err)
 	return b
+}
+
+// testLogger logs errors to the test's output, which shows only when it
+// fails: a 500's cause is in the server's log, not in its answer.
+func testLogger(t testing.TB) *slog.Logger {
+	return slog.New(slog.NewTextHandler(t.Output(), &slog.HandlerOptions{Level: slog.LevelError}))
 }
 
 // response is a finished request: status, headers and body.

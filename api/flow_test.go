@@ -4,7 +4,6 @@ import (
 	"context"
 	"encoding/json"
 	"io"
-	"log/slog"
 	"net/http"
 	"net/http/httptest"
 	"sync"
@@ -76,7 +75,7 @@ func (b *testBundle) startDispatcher(t *testing.T) {
 		Pool:         b.pool,
 		Delivery:     deliveryConfig(st),
 		PollInterval: 50 * time.Millisecond,
-		Logger:       slog.New(slog.DiscardHandler),
+		Logger:       testLogger(t),
 	})
 	require.NoError(t, err)
 	ctx, cancel := context.WithCancel(context.Background())
