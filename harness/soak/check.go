@@ -7,10 +7,10 @@ import (
 	"github.com/heraldhq/herald/retention"
 )
 
-// Level is the levelling-off check's reading of the curve.
+// Level is the levelling-off check's reading of one size of the curve.
 type Level struct {
-	// MiddleMax and LastMax are the largest HistoryBytes sampled in the
-	// middle and the last third of the traffic.
+	// MiddleMax and LastMax are the largest size sampled in the middle and
+	// the last third of the traffic.
 	MiddleMax, LastMax int64
 	// Samples counts the samples of the traffic.
 	Samples int
@@ -26,10 +26,10 @@ func (l Level) Ratio() float64 {
 	return float64(l.LastMax) / float64(l.MiddleMax)
 }
 
-// level reads the samples taken between from and to (elapsed times) in
-// thirds: the middle third is [from+third, from+2·third), the last the
-// rest up to to.
-func level(samples []Sample, from, to time.Duration) Level {
+// level reads size of the samples taken between from and to (elapsed
+// times) in thirds: the middle third is [from+third, from+2·third), the
+// last the rest up to to.
+func level(samples []Sample, from, to time.Duration, size func(Sample) int64) Level {
 	var l Level
 	third := (to - from) / 3
 	for _, s := range samples {
@@ -37,9 +37,9 @@ func level(samples []Sample, from, to time.Duration) Level {
 		case s.Elapsed < from || s.Elapsed > to:
 			continue
 		case s.Elapsed >= from+2*third:
-			l.LastMax = max(l.LastMax, s.HistoryBytes)
+			l.LastMax = max(l.LastMax, size(s))
 		case s.Elapsed >= from+third:
-			l.MiddleMax = max(l.MiddleMax, s.HistoryBytes)
+			l.MiddleMax = max(l.MiddleMax, size(s))
 		}
 		l.Samples++
 	}
@@ -99,12 +99,8 @@ func check(r *Report) {
 		r.problem("%d deliveries still pending and %d messages undispatched after settling for up to %s", r.PendingAtEnd, r.UndispatchedAtEnd, cfg.Settle)
 	}
 	if cfg.LevelTolerance > 0 {
-		switch ratio := r.Level.Ratio(); {
-		case r.Level.MiddleMax == 0 || r.Level.LastMax == 0:
-			r.problem("the traffic's middle and last thirds have no samples to compare (%d samples)", r.Level.Samples)
-		case ratio > 1+cfg.LevelTolerance:
-			r.problem("history did not level off: the largest size of the traffic's last third is %.2f times that of its middle third (at most %.2f allowed)", ratio, 1+cfg.LevelTolerance)
-		}
+		r.checkLevel("history", r.Level)
+		r.checkLevel("the database", r.DatabaseLevel)
 	}
 	inFlight := 0
 	dropped := map[string]bool{}
@@ -127,6 +123,16 @@ func check(r *Report) {
 		if !dropped[suffix] {
 			r.problem("partition set %s, kept past retention (%s), was not dropped once it settled", suffix, why)
 		}
+	}
+}
+
+// checkLevel checks that what levelled off, within the tolerance.
+func (r *Report) checkLevel(what string, l Level) {
+	switch ratio := l.Ratio(); {
+	case l.MiddleMax == 0 || l.LastMax == 0:
+		r.problem("the traffic's middle and last thirds have no samples of %s's size to compare (%d samples)", what, l.Samples)
+	case ratio > 1+r.Config.LevelTolerance:
+		r.problem("%s did not level off: its largest size in the traffic's last third is %.2f times that in its middle third (at most %.2f allowed)", what, ratio, 1+r.Config.LevelTolerance)
 	}
 }
 

@@ -18,28 +18,35 @@ func curve(sizes ...int64) []Sample {
 	return samples
 }
 
-// History that grows at a steady pace fails the levelling-off check; a
-// sawtooth held by retention passes it.
+func history(s Sample) int64 { return s.HistoryBytes }
+
+// History (or a database) that grows at a steady pace fails the
+// levelling-off check; a sawtooth held by retention passes it.
 func TestLevelComparesTheLastThirdWithTheMiddle(t *testing.T) {
 	t.Parallel()
-	growing := level(curve(0, 10, 20, 30, 40, 50, 60), 0, 6*time.Minute)
+	growing := level(curve(0, 10, 20, 30, 40, 50, 60), 0, 6*time.Minute, history)
 	require.Equal(t, int64(30), growing.MiddleMax, "the middle third is [2m, 4m)")
 	require.Equal(t, int64(60), growing.LastMax)
 	require.InDelta(t, 2, growing.Ratio(), 1e-9, "1.5 sampled continuously; more with samples apart")
 
-	sawtooth := level(curve(0, 10, 20, 30, 20, 30, 20, 30, 20, 31), 0, 9*time.Minute)
+	sawtooth := level(curve(0, 10, 20, 30, 20, 30, 20, 30, 20, 31), 0, 9*time.Minute, history)
 	require.Equal(t, int64(30), sawtooth.MiddleMax)
 	require.Equal(t, int64(31), sawtooth.LastMax)
 
-	outside := level(append(curve(0, 10, 20, 30), Sample{Elapsed: time.Hour, HistoryBytes: 1000}), 0, 3*time.Minute)
+	outside := level(append(curve(0, 10, 20, 30), Sample{Elapsed: time.Hour, HistoryBytes: 1000}), 0, 3*time.Minute, history)
 	require.Equal(t, 4, outside.Samples, "samples after the traffic are left out")
 	require.Equal(t, int64(30), outside.LastMax)
 
-	r := &Report{Config: Full(), Level: growing, Drops: []Drop{{Publishing: true, PendingAfter: 3}, {Publishing: true, PendingAfter: 1}}, Kept: map[string]retention.Outcome{"a": retention.Pending}}
+	r := &Report{Config: Full(), Level: growing, DatabaseLevel: sawtooth, Drops: []Drop{{Publishing: true, PendingAfter: 3}, {Publishing: true, PendingAfter: 1}}, Kept: map[string]retention.Outcome{"a": retention.Pending}}
 	r.Drops[0].Suffix = "a"
 	check(r)
 	require.Len(t, r.Problems, 1)
-	require.Contains(t, r.Problems[0], "did not level off")
+	require.Contains(t, r.Problems[0], "history did not level off")
+
+	r = &Report{Config: Full(), Level: sawtooth, DatabaseLevel: growing, Drops: r.Drops, Kept: r.Kept}
+	check(r)
+	require.Len(t, r.Problems, 1)
+	require.Contains(t, r.Problems[0], "the database did not level off")
 }
 
 func TestReadOutcomesFromTheDispatchersLog(t *testing.T) {

@@ -64,11 +64,12 @@ type Config struct {
 	// settle and every set past retention to be dropped.
 	Settle time.Duration
 
-	// LevelTolerance is how far the largest history size of the traffic's
-	// last third may exceed the largest of its middle third for the size to
-	// count as levelled off (0.2: 20 %). Growing without retention, history
-	// would be 1.5 times as large at the end of the traffic as at two
-	// thirds of it. Zero skips the check, for runs too short to level off.
+	// LevelTolerance is how far the largest size of history, and of the
+	// database, in the traffic's last third may exceed the largest in its
+	// middle third for the size to count as levelled off (0.2: 20 %).
+	// Growing without retention, history would be 1.5 times as large at
+	// the end of the traffic as at two thirds of it. Zero skips the check,
+	// for runs too short to level off.
 	LevelTolerance float64
 	// MinDroppedInFlight is how many partition sets must be dropped while
 	// the producer publishes and deliveries are pending in the sets that

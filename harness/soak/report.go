@@ -34,8 +34,9 @@ type Report struct {
 
 	// Samples is the size curve.
 	Samples []Sample
-	// Level is the levelling-off check's reading of Samples.
-	Level Level
+	// Level and DatabaseLevel are the levelling-off check's reading of
+	// Samples' HistoryBytes and DatabaseBytes.
+	Level, DatabaseLevel Level
 	// Drops are the partition sets dropped, in time order.
 	Drops []Drop
 	// Kept are the sets a pass found past retention and kept, with the
@@ -88,12 +89,12 @@ func (r *Report) WriteTable(w io.Writer) error {
 	fmt.Fprintf(&b, "\ntraffic: from %s to %s; %d events to the main endpoint, %d to the lagging one\n",
 		r.TrafficFrom.Round(time.Second), r.TrafficTo.Round(time.Second), r.Events, r.BacklogEvents)
 	fmt.Fprintf(&b, "receiver answers: %s\n", formatCounts(r.Answers))
-	fmt.Fprintf(&b, "levelled off: largest history in the traffic's middle third %.1f MB, in its last third %.1f MB (ratio %.2f", mb(r.Level.MiddleMax), mb(r.Level.LastMax), r.Level.Ratio())
+	checked := "not checked in this configuration"
 	if r.Config.LevelTolerance > 0 {
-		fmt.Fprintf(&b, ", at most %.2f allowed; growing without retention it would be 1.50)\n", 1+r.Config.LevelTolerance)
-	} else {
-		fmt.Fprintln(&b, ", not checked in this configuration)")
+		checked = fmt.Sprintf("at most %.2f allowed; growing without retention, history's would be 1.50", 1+r.Config.LevelTolerance)
 	}
+	fmt.Fprintf(&b, "levelled off: largest size in the traffic's middle third, in its last third: history %.1f MB, %.1f MB (ratio %.2f); database %.1f MB, %.1f MB (ratio %.2f); %s\n",
+		mb(r.Level.MiddleMax), mb(r.Level.LastMax), r.Level.Ratio(), mb(r.DatabaseLevel.MiddleMax), mb(r.DatabaseLevel.LastMax), r.DatabaseLevel.Ratio(), checked)
 	fmt.Fprintf(&b, "dropped while the traffic ran and deliveries were pending: %d (at least %d expected)\n", inFlight, r.Config.MinDroppedInFlight)
 	fmt.Fprintf(&b, "kept past retention until settled: %d %s (at least %d expected)\n", len(r.Kept), formatKept(r.Kept), r.Config.MinKeptPending)
 	fmt.Fprintf(&b, "lost: %d of %d (main), %d of %d (lagging); received more than once: %d\n", r.LostMain, r.Events, r.LostLagging, r.BacklogEvents, r.ReceivedTwice)

@@ -146,7 +146,8 @@ func (r *Report) fill(cfg Config, rec *recorder, prod *producer, rc *receiver, o
 	r.ReceivedTwice += twice
 	r.LostLagging, twice = rc.missing(laggingPath, lagging)
 	r.ReceivedTwice += twice
-	r.Level = level(r.Samples, r.TrafficFrom, r.TrafficTo)
+	r.Level = level(r.Samples, r.TrafficFrom, r.TrafficTo, func(s Sample) int64 { return s.HistoryBytes })
+	r.DatabaseLevel = level(r.Samples, r.TrafficFrom, r.TrafficTo, func(s Sample) int64 { return s.DatabaseBytes })
 	r.Drops, r.Kept = drops(outcomes, r.Samples, started, prod.publishing)
 	for _, o := range outcomes {
 		if o.Outcome == retention.Busy {
