@@ -47,7 +47,10 @@ func Run(ctx context.Context, cfg Config, setup Setup) (*Report, error) {
 		return nil, errors.New("soak: Setup needs DatabaseURL, Dispatcher and LogDir")
 	}
 	logger := cmp.Or(setup.Logger, slog.New(slog.DiscardHandler))
-	started := time.Now()
+	// The run's times are wall-clock readings (Round(0) drops the
+	// monotonic one), as the dispatchers' log times are: mixing the two
+	// kinds goes wrong when the wall clock is stepped during the run.
+	started := time.Now().Round(0)
 	ctx, cancel := context.WithCancel(ctx)
 	defer cancel()
 	pool, err := database.Open(ctx, setup.DatabaseURL, database.Options{MaxConns: 4})
@@ -108,7 +111,7 @@ func Run(ctx context.Context, cfg Config, setup Setup) (*Report, error) {
 	if err != nil {
 		return nil, err
 	}
-	end.Elapsed, end.Phase, end.Published = time.Since(started), Settling, prod.count()
+	end.Elapsed, end.Phase, end.Published = time.Now().Round(0).Sub(started), Settling, prod.count()
 	stopRecording()
 	<-recording
 
@@ -285,7 +288,7 @@ func (rec *recorder) run(ctx context.Context) {
 }
 
 func (rec *recorder) tick(ctx context.Context) {
-	now := time.Now()
+	now := time.Now().Round(0)
 	s, err := sample(ctx, rec.pool)
 	if ctx.Err() != nil {
 		return
@@ -311,6 +314,6 @@ func (rec *recorder) tick(ctx context.Context) {
 	case err != nil:
 		rec.errs = append(rec.errs, fmt.Sprintf("the run's retention pass: %v", err))
 	default:
-		rec.outcomes = append(rec.outcomes, reportOutcomes(rep, time.Now())...)
+		rec.outcomes = append(rec.outcomes, reportOutcomes(rep, time.Now().Round(0))...)
 	}
 }

@@ -70,7 +70,7 @@ func (p *producer) run(ctx context.Context) error {
 	}
 	start := time.Now()
 	p.mu.Lock()
-	p.start = start
+	p.start = start.Round(0) // wall clock, as the run's other times
 	p.mu.Unlock()
 	ticker := time.NewTicker(publishTick)
 	defer ticker.Stop()
@@ -97,7 +97,7 @@ func (p *producer) run(ctx context.Context) error {
 		}
 	}
 	p.mu.Lock()
-	p.end = time.Now()
+	p.end = time.Now().Round(0)
 	p.mu.Unlock()
 	return nil
 }
