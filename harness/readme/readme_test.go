@@ -30,6 +30,7 @@ var notRun = map[string]string{
 	"make sim":          "a proof of minutes, run by its own target",
 	"make bench":        "a proof of minutes, run by its own target",
 	"make chaos":        "restarts the Postgres cluster, run by its own target",
+	"make soak":         "a proof of minutes, run by its own target",
 }
 
 // programs are built once, into bin.
