@@ -25,4 +25,57 @@ const (
 DELETE FROM herald.publish_idempotency_keys
 WHERE ctid = ANY (ARRAY(SELECT ctid FROM herald.publish_idempotency_keys
                         WHERE created_at < $1 ORDER BY created_at LIMIT $2))`
+
+	// recordSettings writes the pass's settings for the api (Settings).
+	recordSettings = `
+UPDATE herald.retention_settings
+SET retention = $1, retry_window = $2, partition_interval = $3, recorded_at = now()`
+
+	selectSettings = `SELECT retention, retry_window, partition_interval FROM herald.retention_settings`
+
+	// selectTenantRetention is Settings.Effective of tenant $1 in SQL
+	// (least ignores a NULL).
+	selectTenantRetention = `
+SELECT least(s.retention, (SELECT t.retention FROM herald.tenants t WHERE t.id = $1))
+FROM herald.retention_settings s`
+
+	// selectShortRetentions lists the tenants whose own retention is
+	// shorter than the global $1, the ones a pass purges.
+	selectShortRetentions = `SELECT id, retention FROM herald.tenants WHERE retention < $1 ORDER BY id`
+
+	// Purging a tenant's history past its own retention, one batch of
+	// messages in one transaction (see purge.go).
+
+	// walkTenant locks the next $6 of tenant $1's dispatched messages
+	// created before $4 (ids below $5, which prunes the partitions after
+	// it) after the cursor ($2, $3), along messages_tenant_created: the
+	// cursor is an index condition, so each batch reads its own rows. One
+	// locked by a resend (or anything else) is skipped until the next pass.
+	walkTenant = `
+SELECT id, created_at FROM herald.messages
+WHERE tenant_id = $1 AND (created_at, id) > ($2, $3) AND created_at < $4 AND id < $5
+  AND dispatched_at IS NOT NULL
+ORDER BY created_at, id
+LIMIT $6
+FOR UPDATE SKIP LOCKED`
+
+	// lockPurgeDeliveries locks the deliveries of the messages $1 (whose
+	// ids lie in [$2, $3), the messages' milliseconds) and returns the
+	// messages of those pending. A lock returns the delivery as it is now,
+	// so a replay that requeued one after this statement began is seen.
+	// Through each partition's (message_id, endpoint_id) index.
+	lockPurgeDeliveries = `
+SELECT message_id, status = 'pending' FROM herald.deliveries
+WHERE message_id = ANY($1) AND id >= $2 AND id < $3
+FOR UPDATE`
+
+	purgeDeliveries = `DELETE FROM herald.deliveries WHERE message_id = ANY($1) AND id >= $2 AND id < $3 RETURNING id`
+
+	// purgeAttempts goes through attempts_message.
+	purgeAttempts = `DELETE FROM herald.attempts WHERE message_id = ANY($1) AND id >= $2 AND id < $3`
+
+	// purgeReplayDeliveries goes through replay_deliveries_delivery.
+	purgeReplayDeliveries = `DELETE FROM herald.replay_deliveries WHERE delivery_id = ANY($1)`
+
+	purgeMessages = `DELETE FROM herald.messages WHERE id = ANY($1)`
 )
