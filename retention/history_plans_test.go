@@ -23,8 +23,7 @@ func TestHistoryQueriesUseIndexes(t *testing.T) {
 		t.Fatalf("pick a partition of the filled history: %v", err)
 	}
 	horizon := s.End.Add(-10 * 24 * time.Hour)
-	lo, hi := idRange([]uuid.UUID{s.MessageID})
-	batch := []any{[]uuid.UUID{s.MessageID}, lo, hi}
+	batch := messageRanges([]uuid.UUID{s.MessageID})
 	historyplan.Check(t, pool, []historyplan.Query{
 		{Name: "retention: sets past the horizon", SQL: selectDue, Args: []any{horizon}},
 		// Any partial index of undispatched messages answers it:
@@ -38,8 +37,8 @@ func TestHistoryQueriesUseIndexes(t *testing.T) {
 			IndexConds: []string{"ROW(created_at, id) > ROW("}},
 		{Name: "retention: lock a batch's deliveries", SQL: lockPurgeDeliveries, Args: batch},
 		{Name: "retention: purge a batch's deliveries", SQL: purgeDeliveries, Args: batch},
-		{Name: "retention: purge a batch's attempts", SQL: purgeAttempts, Args: batch, Uses: []string{"attempts_message"}},
-		{Name: "retention: purge a batch's replay records", SQL: purgeReplayDeliveries, Args: []any{[]uuid.UUID{s.DeliveryID}}, Uses: []string{"replay_deliveries_delivery"}},
+		{Name: "retention: purge a batch's attempts", SQL: purgeAttempts, Args: batch},
+		{Name: "retention: purge a batch's replay records", SQL: purgeReplayDeliveries, Args: []any{[]uuid.UUID{s.DeliveryID}}},
 		{Name: "retention: purge a batch's messages", SQL: purgeMessages, Args: []any{[]uuid.UUID{s.MessageID}}},
 		{Name: "retention: prune publish idempotency keys", SQL: pruneIdempotencyKeys, Args: []any{horizon, pruneBatch},
 			Uses: []string{"publish_idempotency_keys_created"}},

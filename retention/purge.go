@@ -1,7 +1,6 @@
 package retention
 
 import (
-	"bytes"
 	"context"
 	"fmt"
 	"slices"
@@ -11,6 +10,7 @@ import (
 	"github.com/jackc/pgx/v5"
 
 	"github.com/heraldhq/herald/internal/historyid"
+	"github.com/heraldhq/herald/internal/unnest"
 )
 
 // A tenant whose own retention is shorter than the global one has its
@@ -115,8 +115,7 @@ func (m *Maintainer) purgeBatch(ctx context.Context, w *tenantWalk) (more bool, 
 		for i, msg := range walked {
 			ids[i] = msg.ID
 		}
-		lo, hi := idRange(ids)
-		rows, err = tx.Query(ctx, lockPurgeDeliveries, ids, lo, hi)
+		rows, err = tx.Query(ctx, lockPurgeDeliveries, messageRanges(ids)...)
 		if err != nil {
 			return err
 		}
@@ -138,8 +137,8 @@ func (m *Maintainer) purgeBatch(ctx context.Context, w *tenantWalk) (more bool, 
 		if len(doomed) == 0 {
 			return nil
 		}
-		lo, hi = idRange(doomed)
-		rows, err = tx.Query(ctx, purgeDeliveries, doomed, lo, hi)
+		batch := messageRanges(doomed)
+		rows, err = tx.Query(ctx, purgeDeliveries, batch...)
 		if err != nil {
 			return err
 		}
@@ -148,7 +147,7 @@ func (m *Maintainer) purgeBatch(ctx context.Context, w *tenantWalk) (more bool, 
 			return err
 		}
 		counted.Deliveries = int64(len(deliveries))
-		tag, err := tx.Exec(ctx, purgeAttempts, doomed, lo, hi)
+		tag, err := tx.Exec(ctx, purgeAttempts, batch...)
 		if err != nil {
 			return err
 		}
@@ -186,18 +185,23 @@ type walkedMessage struct {
 	CreatedAt time.Time
 }
 
-// idRange returns the range of ids of the milliseconds of ids, which holds
-// the ids of their deliveries and attempts too (package historyid): it
-// confines a statement to the partitions of those milliseconds.
-func idRange(ids []uuid.UUID) (lo, hi uuid.UUID) {
-	first, last := ids[0], ids[0]
-	for _, id := range ids[1:] {
-		if bytes.Compare(id[:], first[:]) < 0 {
-			first = id
-		}
-		if bytes.Compare(id[:], last[:]) > 0 {
-			last = id
-		}
+// messageRange is a message's id and the range of ids of its
+// millisecond, [lo, hi), where its deliveries' and attempts' ids lie
+// (package historyid).
+type messageRange struct{ id, lo, hi uuid.UUID }
+
+var messageRangeColumns = []unnest.Column[messageRange]{
+	unnest.Col(func(m messageRange) uuid.UUID { return m.id }),
+	unnest.Col(func(m messageRange) uuid.UUID { return m.lo }),
+	unnest.Col(func(m messageRange) uuid.UUID { return m.hi }),
+}
+
+// messageRanges returns the arguments of batchMessages for ids.
+func messageRanges(ids []uuid.UUID) []any {
+	ranges := make([]messageRange, len(ids))
+	for i, id := range ids {
+		at := historyid.Time(id)
+		ranges[i] = messageRange{id: id, lo: historyid.Bound(at), hi: historyid.Bound(at.Add(time.Millisecond))}
 	}
-	return historyid.Bound(historyid.Time(first)), historyid.Bound(historyid.Time(last).Add(time.Millisecond))
+	return unnest.Arrays(ranges, messageRangeColumns...)
 }

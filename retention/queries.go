@@ -59,22 +59,35 @@ ORDER BY created_at, id
 LIMIT $6
 FOR UPDATE SKIP LOCKED`
 
-	// lockPurgeDeliveries locks the deliveries of the messages $1 (whose
-	// ids lie in [$2, $3), the messages' milliseconds) and returns the
-	// messages of those pending. A lock returns the delivery as it is now,
-	// so a replay that requeued one after this statement began is seen.
-	// Through each partition's (message_id, endpoint_id) index.
+	// The statements on a batch's deliveries and attempts take the batch's
+	// messages as unnest($1, $2, $3): each message's id with the range of
+	// ids of its millisecond, which holds its deliveries and attempts
+	// (package historyid). Each message's rows are found in the one
+	// partition of that range, through the partition's (message_id,
+	// endpoint_id) index or attempts_message, or the millisecond's range
+	// of the primary key: bounded by the message however it is planned.
+	batchMessages = `unnest($1::uuid[], $2::uuid[], $3::uuid[]) AS m(id, lo, hi)`
+
+	// lockPurgeDeliveries locks the deliveries of a batch's messages and
+	// says which are pending. A lock returns the delivery as it is now, so
+	// a replay that requeued one after this statement began is seen.
 	lockPurgeDeliveries = `
-SELECT message_id, status = 'pending' FROM herald.deliveries
-WHERE message_id = ANY($1) AND id >= $2 AND id < $3
-FOR UPDATE`
+SELECT d.message_id, d.status = 'pending'
+FROM ` + batchMessages + `
+JOIN herald.deliveries d ON d.message_id = m.id AND d.id >= m.lo AND d.id < m.hi
+FOR UPDATE OF d`
 
-	purgeDeliveries = `DELETE FROM herald.deliveries WHERE message_id = ANY($1) AND id >= $2 AND id < $3 RETURNING id`
+	purgeDeliveries = `
+DELETE FROM herald.deliveries d USING ` + batchMessages + `
+WHERE d.message_id = m.id AND d.id >= m.lo AND d.id < m.hi
+RETURNING d.id`
 
-	// purgeAttempts goes through attempts_message.
-	purgeAttempts = `DELETE FROM herald.attempts WHERE message_id = ANY($1) AND id >= $2 AND id < $3`
+	purgeAttempts = `
+DELETE FROM herald.attempts a USING ` + batchMessages + `
+WHERE a.message_id = m.id AND a.id >= m.lo AND a.id < m.hi`
 
-	// purgeReplayDeliveries goes through replay_deliveries_delivery.
+	// purgeReplayDeliveries deletes the replay records of the deliveries
+	// $1, in their partitions, through replay_deliveries_delivery.
 	purgeReplayDeliveries = `DELETE FROM herald.replay_deliveries WHERE delivery_id = ANY($1)`
 
 	purgeMessages = `DELETE FROM herald.messages WHERE id = ANY($1)`

@@ -53,23 +53,40 @@ func (s Settings) Effective(own *time.Duration) time.Duration {
 	return min(*own, s.Retention)
 }
 
-// ErrTenantRetention is wrapped by every error CheckTenant returns.
-var ErrTenantRetention = errors.New("tenant retention")
+// ErrTenantRetention is wrapped by every TenantRetentionError.
+var ErrTenantRetention = errors.New("tenant retention refused")
 
-// CheckTenant reports why d cannot be a tenant's own retention: it must be
-// whole seconds, at least MinTenantRetention and shorter than the global
-// retention, whose partitions hold every tenant's history and are dropped
-// only at their end.
+// TenantRetentionError says why a tenant's own retention is refused.
+type TenantRetentionError struct {
+	Retention time.Duration
+	// Problem says what is wrong and what to give instead, as a sentence
+	// that follows the retention's name ("limits.retention_seconds …").
+	Problem string
+}
+
+func (e *TenantRetentionError) Error() string {
+	return fmt.Sprintf("%v: %s %s", ErrTenantRetention, e.Retention, e.Problem)
+}
+
+func (e *TenantRetentionError) Unwrap() error { return ErrTenantRetention }
+
+// CheckTenant returns a *TenantRetentionError when d cannot be a tenant's
+// own retention: it must be whole seconds, shorter than the global
+// retention (whose partitions hold every tenant's history and are dropped
+// only at their end) and at least MinTenantRetention.
 func (s Settings) CheckTenant(d time.Duration) error {
+	refuse := func(format string, args ...any) error {
+		return &TenantRetentionError{Retention: d, Problem: fmt.Sprintf(format, args...)}
+	}
 	switch {
 	case d <= 0 || d%time.Second != 0:
-		return fmt.Errorf("%w: %s is not a positive whole number of seconds", ErrTenantRetention, d)
+		return refuse("is not a positive whole number of seconds")
 	case d >= s.Retention:
-		return fmt.Errorf("%w: %s is not shorter than the dispatchers' --retention (%s, %d seconds): history is kept for every tenant alike up to it, so a tenant's own may only shorten it; give less than %d seconds, or null for the global retention",
-			ErrTenantRetention, d, s.Retention, int64(s.Retention/time.Second), int64(s.Retention/time.Second))
+		return refuse("is not shorter than the dispatchers' --retention (%s, %d seconds): history is kept for every tenant alike up to it, so a tenant's own may only shorten it; give less than %d seconds, or null for the global retention",
+			s.Retention, int64(s.Retention/time.Second), int64(s.Retention/time.Second))
 	case d < s.MinTenantRetention():
-		return fmt.Errorf("%w: %s is shorter than the retry window (%s) plus one partition interval (%s): the tenant's deliveries would still be retried when their history comes due; give at least %d seconds",
-			ErrTenantRetention, d, s.RetryWindow, s.Interval, int64(s.MinTenantRetention()/time.Second))
+		return refuse("is shorter than the retry window (%s) plus one partition interval (%s): the tenant's deliveries would still be retried when their history comes due; give at least %d seconds",
+			s.RetryWindow, s.Interval, int64(s.MinTenantRetention()/time.Second))
 	}
 	return nil
 }
