@@ -18,8 +18,8 @@ import (
 // It returns nil for errors it does not know.
 func (s *Server) domainProblem(err error) *Problem {
 	var (
-		verr  *store.ValidationError
-		oerr  *outbox.ValidationError
+		verr    *store.ValidationError
+		oerr    *outbox.ValidationError
 		limit   *store.EndpointLimitError
 		horizon *replay.BeforeHorizonError
 	)

@@ -137,8 +137,8 @@ type endpointPage struct {
 	ReplayPeriods []option
 	// Kept is how long the tenant's history is kept and how far back a
 	// replay reaches.
-	Kept     keptView
-	Replays  []replayView
+	Kept    keptView
+	Replays []replayView
 	// HeldBack are the objects of an ordered endpoint whose head keeps
 	// failing, holding back their later versions.
 	HeldBack []heldBackView
