@@ -78,7 +78,7 @@ func (m *Maintainer) purgeTenants(ctx context.Context, now time.Time, rep *Repor
 	for len(walks) > 0 && time.Now().Before(deadline) {
 		next := walks[:0]
 		for _, w := range walks {
-			more, err := m.purgeBatch(ctx, w)
+			more, err := m.purgeNext(ctx, w)
 			if err != nil {
 				return err
 			}
@@ -91,11 +91,11 @@ func (m *Maintainer) purgeTenants(ctx context.Context, now time.Time, rep *Repor
 	return nil
 }
 
-// purgeBatch purges the next batch of w's messages in a transaction of its
+// purgeNext purges the next batch of w's messages in a transaction of its
 // own and moves w's cursor past them. It reports whether there may be more;
 // false with w.purge.Done unset when the locks it waited for were not
 // granted within the lock timeout.
-func (m *Maintainer) purgeBatch(ctx context.Context, w *tenantWalk) (more bool, err error) {
+func (m *Maintainer) purgeNext(ctx context.Context, w *tenantWalk) (more bool, err error) {
 	var (
 		walked  []walkedMessage
 		counted TenantPurge

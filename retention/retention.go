@@ -69,7 +69,9 @@ type Config struct {
 	// RetryWindow is the deliveries' retry window (schedule.Policy.Window);
 	// Retention must be at least RetryWindow plus one Interval, or
 	// partitions would routinely still hold retrying deliveries when they
-	// come due. Zero skips that check.
+	// come due. Zero skips that check. Each pass records it with Retention
+	// and Interval (Settings), and a tenant's own retention has the same
+	// floor.
 	RetryWindow time.Duration
 	// Ahead is how far past now partitions are created. Defaults to three
 	// intervals, and at least twice Period. Zero means the default.

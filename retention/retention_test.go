@@ -8,12 +8,16 @@ import (
 
 	"github.com/google/uuid"
 	"github.com/jackc/pgx/v5/pgxpool"
+	"github.com/riverqueue/river"
+	"github.com/riverqueue/river/riverdriver/riverpgxv5"
 	"github.com/stretchr/testify/require"
 
 	"github.com/heraldhq/herald/internal/deliverystatus"
 	"github.com/heraldhq/herald/internal/historyid"
 	"github.com/heraldhq/herald/internal/pgtest"
 	"github.com/heraldhq/herald/internal/testfactory"
+	"github.com/heraldhq/herald/migrations"
+	"github.com/heraldhq/herald/replay"
 	"github.com/heraldhq/herald/retention"
 )
 
@@ -391,4 +395,51 @@ func TestCheckTenantAllowsOnlyAShorterRetentionAboveTheRetryWindow(t *testing.T)
 	require.ErrorContains(t, err, "at least 345600 seconds")
 	require.ErrorContains(t, s.CheckTenant(0), "not a positive whole number of seconds")
 	require.ErrorContains(t, s.CheckTenant(96*time.Hour+time.Millisecond), "not a positive whole number of seconds")
+}
+
+// A resend holds its message until it commits: the purge skips the
+// message meanwhile, and afterwards finds the delivery it made pending.
+// Here the resend makes a new delivery, to an endpoint the message never
+// went to, which no lock on the message's other deliveries would reveal.
+func TestAPurgeNeverTakesAMessageBeingResent(t *testing.T) {
+	t.Parallel()
+	b := setup(t)
+	ctx := t.Context()
+	short := testfactory.Tenant(t, b.pool, nil).ID
+	endpoint := testfactory.Endpoint(t, b.pool, &testfactory.EndpointOpts{TenantID: short})
+	at := b.past.Add(time.Second)
+	message := oldMessage(t, b, short, at, false)
+	settled(t, b, message, endpoint.ID, at)
+	added := testfactory.Endpoint(t, b.pool, &testfactory.EndpointOpts{TenantID: short})
+	jobs, err := river.NewClient(riverpgxv5.New(b.pool), &river.Config{Schema: migrations.Schema})
+	require.NoError(t, err)
+	// A fixed clock, and a first pass before the tenant has its own
+	// retention: the partitions exist before the resend begins (creating
+	// one waits for every writer of the default partitions, which the
+	// resend is until it commits).
+	now := time.Now()
+	global, err := retention.New(retention.Config{Pool: b.pool, Interval: time.Minute, Retention: 3 * time.Hour, LockTimeout: 200 * time.Millisecond,
+		Now: func() time.Time { return now }})
+	require.NoError(t, err)
+	_, err = global.Pass(ctx)
+	require.NoError(t, err)
+	_, err = b.pool.Exec(ctx, `UPDATE herald.tenants SET retention = interval '1 hour' WHERE id = $1`, short)
+	require.NoError(t, err)
+
+	tx, err := b.pool.Begin(ctx)
+	require.NoError(t, err)
+	defer func() { _ = tx.Rollback(context.WithoutCancel(ctx)) }()
+	resent, err := replay.ResendTx(ctx, tx, jobs, message, added.ID)
+	require.NoError(t, err)
+	rep, err := global.Pass(ctx)
+	require.NoError(t, err)
+	require.Zero(t, rep.Purged[short].Messages, "the message being resent is skipped")
+	require.NoError(t, tx.Commit(ctx))
+
+	rep, err = global.Pass(ctx)
+	require.NoError(t, err)
+	require.Zero(t, rep.Purged[short].Messages)
+	require.EqualValues(t, 1, rep.Purged[short].Kept, "the new delivery is pending")
+	require.True(t, b.exists(t, "messages", "id", message))
+	require.True(t, b.exists(t, "deliveries", "id", resent.DeliveryID))
 }
