@@ -2,7 +2,9 @@ package api
 
 import (
 	"errors"
+	"fmt"
 	"net/http"
+	"time"
 
 	"github.com/heraldhq/herald/internal/auth"
 	"github.com/heraldhq/herald/internal/secretbox"
@@ -16,9 +18,10 @@ import (
 // It returns nil for errors it does not know.
 func (s *Server) domainProblem(err error) *Problem {
 	var (
-		verr  *store.ValidationError
-		oerr  *outbox.ValidationError
-		limit *store.EndpointLimitError
+		verr    *store.ValidationError
+		oerr    *outbox.ValidationError
+		limit   *store.EndpointLimitError
+		horizon *replay.BeforeHorizonError
 	)
 	switch {
 	case errors.As(err, &limit):
@@ -47,8 +50,24 @@ func (s *Server) domainProblem(err error) *Problem {
 		return notFound("the message or endpoint")
 	case errors.Is(err, replay.ErrReplayNotFound):
 		return notFound("the replay")
+	case errors.As(err, &horizon):
+		return beforeHorizonProblem(horizon)
 	case errors.Is(err, replay.ErrInvalidRange):
 		return invalid("until", "until must be later than since (until defaults to now)")
 	}
 	return nil
+}
+
+// beforeHorizonProblem refuses a replay that reaches past the tenant's
+// retention and names the earliest time it may start from, rounded up to
+// the second.
+func beforeHorizonProblem(e *replay.BeforeHorizonError) *Problem {
+	earliest := e.Earliest.UTC().Truncate(time.Second)
+	if earliest.Before(e.Earliest) {
+		earliest = earliest.Add(time.Second)
+	}
+	p := invalid("since", fmt.Sprintf("since %s is before the retention horizon: this tenant's history is kept %d seconds (%s), so the earliest replayable time is %s; give a since at or after it",
+		e.Since.UTC().Format(time.RFC3339Nano), int64(e.Retention/time.Second), e.Retention, earliest.Format(time.RFC3339)))
+	p.EarliestReplayableAt = &earliest
+	return p
 }

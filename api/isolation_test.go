@@ -4,6 +4,7 @@ import (
 	"net/http"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/go-chi/chi/v5"
 	"github.com/google/uuid"
@@ -127,7 +128,7 @@ func fill(t *testing.T, route, tenant string, acme acmeObjects) string {
 // seedReplay starts a replay of endpoint and returns its id.
 func (b *testBundle) seedReplay(t *testing.T, endpoint string) string {
 	t.Helper()
-	resp := b.do(t, b.acme, "POST", "/v1/tenants/acme/endpoints/"+endpoint+"/replays", map[string]any{"since": "2020-01-01T00:00:00Z"})
+	resp := b.do(t, b.acme, "POST", "/v1/tenants/acme/endpoints/"+endpoint+"/replays", map[string]any{"since": time.Now().Add(-time.Hour)})
 	require.Equal(t, http.StatusAccepted, resp.Status, "%s", resp.Body)
 	return resp.JSON(t)["id"].(string)
 }

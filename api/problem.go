@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"net/http"
+	"time"
 
 	"github.com/heraldhq/herald/internal/page"
 )
@@ -25,6 +26,10 @@ type Problem struct {
 	// Limit names the limit that turned the request away, for 429s of
 	// rate limits.
 	Limit *ProblemLimit `json:"limit,omitempty"`
+	// EarliestReplayableAt is the earliest time a replay may start from,
+	// for a replay refused because its since is before the tenant's
+	// retention horizon.
+	EarliestReplayableAt *time.Time `json:"earliest_replayable_at,omitempty"`
 	// Errors lists every bad event of a rejected batch publish.
 	Errors []ItemProblem `json:"errors,omitempty"`
 	// RequestID matches the X-Request-Id header and the server's logs.

@@ -192,7 +192,7 @@ func TestResendAndReplayLimits(t *testing.T) {
 		api.ProblemLimit{Action: limits.Resend, Scope: "tenant", PerSecond: 0.5, Burst: 1})
 
 	replays := "/v1/tenants/acme/endpoints/" + e.ID + "/replays"
-	since := map[string]any{"since": t0.Add(-time.Hour)}
+	since := map[string]any{"since": time.Now().Add(-time.Hour)}
 	require.Equal(t, http.StatusAccepted, b.do(t, b.acme, "POST", replays, since).Status)
 	requireRateLimited(t, b.do(t, b.acme, "POST", replays, since), 60,
 		api.ProblemLimit{Action: limits.Replay, Scope: "tenant", PerSecond: 1.0 / 60, Burst: 1})
@@ -213,6 +213,8 @@ func TestTenantLimitsAreOperatorManaged(t *testing.T) {
 		"resend":        map[string]any{"per_second": 10.0, "burst": 100.0},
 		"replay":        map[string]any{"per_second": 0.1, "burst": 10.0},
 		"test_event":    map[string]any{"per_second": 1.0, "burst": 10.0},
+		// The dispatchers' default --retention, 30 days.
+		"retention_seconds": 2592000.0,
 	}, tenant["limits"])
 	require.Equal(t, map[string]any{}, tenant["limit_overrides"])
 	require.Equal(t, 0.0, tenant["endpoint_count"])
@@ -240,7 +242,7 @@ func TestTenantLimitsAreOperatorManaged(t *testing.T) {
 		{map[string]any{"publish": map[string]any{"per_second": 0, "burst": 1}}, "limits.publish", "per_second is 0"},
 		{map[string]any{"publish": map[string]any{"per_second": 1}}, "limits.publish", "burst is 0"},
 		{map[string]any{"resend": map[string]any{"rate": 1}}, "limits.resend", `{"per_second": <number>, "burst": <whole number>}`},
-		{map[string]any{"deliver": nil}, "limits.deliver", "it holds max_endpoints, publish, resend, replay and test_event"},
+		{map[string]any{"deliver": nil}, "limits.deliver", "it holds max_endpoints, publish, resend, replay, test_event and retention_seconds"},
 	} {
 		p := b.do(t, b.operator, "PATCH", "/v1/tenants/acme", map[string]any{"limits": tt.limits}).Problem(t, http.StatusUnprocessableEntity)
 		require.Equal(t, tt.field, p.Field, "%v", tt.limits)

@@ -3,7 +3,9 @@ package api
 import (
 	"bytes"
 	"encoding/json"
+	"errors"
 	"fmt"
+	"math"
 	"net/http"
 	"time"
 
@@ -11,6 +13,7 @@ import (
 
 	"github.com/heraldhq/herald/internal/page"
 	"github.com/heraldhq/herald/limits"
+	"github.com/heraldhq/herald/retention"
 	"github.com/heraldhq/herald/store"
 )
 
@@ -37,15 +40,29 @@ type TenantLimits struct {
 	Resend       *limits.Rate `json:"resend"`
 	Replay       *limits.Rate `json:"replay"`
 	TestEvent    *limits.Rate `json:"test_event"`
+	// RetentionSeconds is how long the tenant's history is kept: its own
+	// retention, or the dispatchers' --retention (retention.Settings).
+	// Never null.
+	RetentionSeconds *int64 `json:"retention_seconds"`
 }
 
 // TenantLimitOverrides are the limits an operator set for a tenant.
 type TenantLimitOverrides struct {
-	MaxEndpoints *int         `json:"max_endpoints,omitempty"`
-	Publish      *limits.Rate `json:"publish,omitempty"`
-	Resend       *limits.Rate `json:"resend,omitempty"`
-	Replay       *limits.Rate `json:"replay,omitempty"`
-	TestEvent    *limits.Rate `json:"test_event,omitempty"`
+	MaxEndpoints     *int         `json:"max_endpoints,omitempty"`
+	Publish          *limits.Rate `json:"publish,omitempty"`
+	Resend           *limits.Rate `json:"resend,omitempty"`
+	Replay           *limits.Rate `json:"replay,omitempty"`
+	TestEvent        *limits.Rate `json:"test_event,omitempty"`
+	RetentionSeconds *int64       `json:"retention_seconds,omitempty"`
+}
+
+// seconds returns d in whole seconds, nil for nil.
+func seconds(d *time.Duration) *int64 {
+	if d == nil {
+		return nil
+	}
+	n := int64(*d / time.Second)
+	return &n
 }
 
 // rateField returns which of the four fields holds action a's rate.
@@ -61,12 +78,16 @@ func rateField(a limits.Action, publish, resend, replay, testEvent **limits.Rate
 	return testEvent
 }
 
-func (s *Server) tenantView(t store.Tenant) Tenant {
+// tenantView shows t with the retention settings kept.
+func (s *Server) tenantView(t store.Tenant, kept retention.Settings) Tenant {
 	v := Tenant{ID: t.ID, Name: t.Name, EndpointCount: t.EndpointCount, CreatedAt: t.CreatedAt, UpdatedAt: t.UpdatedAt}
 	if max, ok := s.store.MaxEndpoints(t); ok {
 		v.Limits.MaxEndpoints = &max
 	}
 	v.LimitOverrides.MaxEndpoints = t.Limits.MaxEndpoints
+	effective := kept.Effective(t.Limits.Retention)
+	v.Limits.RetentionSeconds = seconds(&effective)
+	v.LimitOverrides.RetentionSeconds = seconds(t.Limits.Retention)
 	in, own := &v.Limits, &v.LimitOverrides
 	for _, a := range limits.Actions() {
 		if r, ok := t.Limits.Rates[a]; ok {
@@ -86,6 +107,8 @@ type createTenantRequest struct {
 
 // updateTenantRequest is a PATCH: an absent field is left as it is. In
 // limits, null removes the tenant's own limit, so the default applies.
+// limits.retention_seconds is judged against the dispatchers' settings
+// (retention.Settings.CheckTenant).
 type updateTenantRequest struct {
 	Name   *string                    `json:"name"`
 	Limits map[string]json.RawMessage `json:"limits"`
@@ -97,6 +120,18 @@ func (req updateTenantRequest) storeUpdate() (store.TenantUpdate, error) {
 	for name, raw := range req.Limits {
 		field := "limits." + name
 		null := bytes.Equal(bytes.TrimSpace(raw), []byte("null"))
+		if name == "retention_seconds" {
+			d := time.Duration(-1)
+			if !null {
+				var n int64
+				if err := json.Unmarshal(raw, &n); err != nil || n <= 0 || n > maxRetentionSeconds {
+					return u, invalid(field, fmt.Sprintf("%s must be a whole number of seconds, more than 0, or null for the global retention (got %s)", field, quoteRaw(raw)))
+				}
+				d = time.Duration(n) * time.Second
+			}
+			u.Retention = &d
+			continue
+		}
 		if name == "max_endpoints" {
 			max := -1
 			if !null {
@@ -109,7 +144,7 @@ func (req updateTenantRequest) storeUpdate() (store.TenantUpdate, error) {
 		}
 		a, err := limits.ParseAction(name)
 		if err != nil {
-			return u, invalid(field, fmt.Sprintf("limits has no field %q; it holds max_endpoints, publish, resend, replay and test_event", name))
+			return u, invalid(field, fmt.Sprintf("limits has no field %q; it holds max_endpoints, publish, resend, replay, test_event and retention_seconds", name))
 		}
 		if u.Rates == nil {
 			u.Rates = map[limits.Action]*limits.Rate{}
@@ -128,6 +163,10 @@ func (req updateTenantRequest) storeUpdate() (store.TenantUpdate, error) {
 	}
 	return u, nil
 }
+
+// maxRetentionSeconds keeps a retention in seconds within a
+// time.Duration; any valid one is far shorter (CheckTenant).
+const maxRetentionSeconds = int64(math.MaxInt64 / time.Second)
 
 // quoteRaw shows a client's JSON value in a message, shortened.
 func quoteRaw(raw json.RawMessage) string {
@@ -157,12 +196,16 @@ func (s *Server) listTenants(w http.ResponseWriter, r *http.Request) error {
 	if err != nil {
 		return err
 	}
+	kept, err := retention.ReadSettings(r.Context(), s.pool)
+	if err != nil {
+		return err
+	}
 	if p := principal(r); !p.Operator() {
 		t, err := s.store.GetTenant(r.Context(), p.TenantID)
 		if err != nil {
 			return err
 		}
-		return writePage(w, page.Page[Tenant]{Items: []Tenant{s.tenantView(t)}})
+		return writePage(w, page.Page[Tenant]{Items: []Tenant{s.tenantView(t, kept)}})
 	}
 	params := store.ListParams[string]{Limit: req.Size()}
 	if req.After != nil {
@@ -174,7 +217,7 @@ func (s *Server) listTenants(w http.ResponseWriter, r *http.Request) error {
 	}
 	out := page.Page[Tenant]{Items: make([]Tenant, len(tenants.Items))}
 	for i, t := range tenants.Items {
-		out.Items[i] = s.tenantView(t)
+		out.Items[i] = s.tenantView(t, kept)
 	}
 	if tenants.More {
 		last := tenants.Items[len(tenants.Items)-1]
@@ -192,7 +235,11 @@ func (s *Server) createTenant(w http.ResponseWriter, r *http.Request) error {
 	if err != nil {
 		return err
 	}
-	return writeJSON(w, http.StatusCreated, s.tenantView(t))
+	kept, err := retention.ReadSettings(r.Context(), s.pool)
+	if err != nil {
+		return err
+	}
+	return writeJSON(w, http.StatusCreated, s.tenantView(t, kept))
 }
 
 func (s *Server) getTenant(w http.ResponseWriter, r *http.Request) error {
@@ -200,7 +247,11 @@ func (s *Server) getTenant(w http.ResponseWriter, r *http.Request) error {
 	if err != nil {
 		return err
 	}
-	return writeJSON(w, http.StatusOK, s.tenantView(t))
+	kept, err := retention.ReadSettings(r.Context(), s.pool)
+	if err != nil {
+		return err
+	}
+	return writeJSON(w, http.StatusOK, s.tenantView(t, kept))
 }
 
 func (s *Server) updateTenant(w http.ResponseWriter, r *http.Request) error {
@@ -212,11 +263,21 @@ func (s *Server) updateTenant(w http.ResponseWriter, r *http.Request) error {
 	if err != nil {
 		return err
 	}
+	kept, err := retention.ReadSettings(r.Context(), s.pool)
+	if err != nil {
+		return err
+	}
+	if u.Retention != nil && *u.Retention > 0 {
+		var refused *retention.TenantRetentionError
+		if err := kept.CheckTenant(*u.Retention); errors.As(err, &refused) {
+			return invalid("limits.retention_seconds", fmt.Sprintf("limits.retention_seconds %d %s", int64(*u.Retention/time.Second), refused.Problem))
+		}
+	}
 	t, err := s.store.UpdateTenant(r.Context(), chi.URLParam(r, "tenantID"), u)
 	if err != nil {
 		return err
 	}
-	return writeJSON(w, http.StatusOK, s.tenantView(t))
+	return writeJSON(w, http.StatusOK, s.tenantView(t, kept))
 }
 
 func (s *Server) deleteTenant(w http.ResponseWriter, r *http.Request) error {

@@ -13,6 +13,7 @@ import (
 
 	"github.com/heraldhq/herald/deliverylog"
 	"github.com/heraldhq/herald/internal/deliverystatus"
+	"github.com/heraldhq/herald/retention"
 	"github.com/heraldhq/herald/store"
 )
 
@@ -134,7 +135,10 @@ type endpointPage struct {
 	Recent        []deliveryView
 	GraceOptions  []option
 	ReplayPeriods []option
-	Replays       []replayView
+	// Kept is how long the tenant's history is kept and how far back a
+	// replay reaches.
+	Kept    keptView
+	Replays []replayView
 	// HeldBack are the objects of an ordered endpoint whose head keeps
 	// failing, holding back their later versions.
 	HeldBack []heldBackView
@@ -192,8 +196,13 @@ func (p *Portal) showEndpoint(w http.ResponseWriter, r *http.Request, s *session
 	if err != nil {
 		return err
 	}
-	data := endpointPage{Endpoint: e, Secret: secret, GraceOptions: graceOptions(), ReplayPeriods: replayPeriods()}
 	now := time.Now().UTC()
+	kept, err := retention.TenantRetention(ctx, p.pool, s.TenantID)
+	if err != nil {
+		return err
+	}
+	data := endpointPage{Endpoint: e, Secret: secret, GraceOptions: graceOptions(), ReplayPeriods: replayPeriods(kept),
+		Kept: keptView{For: humanDuration(kept), Earliest: now.Add(-kept)}}
 	data.Day, data.Week, err = p.outcomeCharts(ctx, s, e.ID, now)
 	if err != nil {
 		return err
@@ -246,9 +255,12 @@ func graceOptions() []option {
 	}
 }
 
-// replayPeriods are the choices for how far back a replay reaches.
-func replayPeriods() []option {
-	return []option{
+// replayPeriods are the choices for how far back a replay reaches within
+// kept, the tenant's retention: the usual periods that fit, and kept
+// itself when none is exactly that long.
+func replayPeriods(kept time.Duration) []option {
+	var out []option
+	for _, o := range []option{
 		{Value: "15m", Label: "15 minutes ago"},
 		{Value: "1h", Label: "1 hour ago", Selected: true},
 		{Value: "6h", Label: "6 hours ago"},
@@ -256,5 +268,45 @@ func replayPeriods() []option {
 		{Value: "72h", Label: "3 days ago"},
 		{Value: "168h", Label: "7 days ago"},
 		{Value: "720h", Label: "30 days ago"},
+	} {
+		if durationOf(o) <= kept {
+			out = append(out, o)
+		}
 	}
+	if len(out) == 0 || durationOf(out[len(out)-1]) < kept {
+		out = append(out, option{Value: kept.String(), Label: humanDuration(kept) + " ago, all history kept"})
+	}
+	return out
+}
+
+// durationOf returns the period of a choice of replayPeriods.
+func durationOf(o option) time.Duration {
+	d, _ := time.ParseDuration(o.Value)
+	return d
+}
+
+// keptView says how long a tenant's history is kept.
+type keptView struct {
+	// For is the retention in words ("30 days").
+	For string
+	// Earliest is the earliest replayable time, now less the retention.
+	Earliest time.Time
+}
+
+// humanDuration says d in days, hours or minutes when it is a whole number
+// of one of them, else as Go does.
+func humanDuration(d time.Duration) string {
+	for _, u := range []struct {
+		unit time.Duration
+		name string
+	}{{24 * time.Hour, "day"}, {time.Hour, "hour"}, {time.Minute, "minute"}} {
+		if d >= u.unit && d%u.unit == 0 {
+			n := int64(d / u.unit)
+			if n == 1 {
+				return "1 " + u.name
+			}
+			return fmt.Sprintf("%d %ss", n, u.name)
+		}
+	}
+	return d.String()
 }

@@ -13,6 +13,7 @@ import (
 	"github.com/heraldhq/herald/deliverylog"
 	"github.com/heraldhq/herald/internal/page"
 	"github.com/heraldhq/herald/replay"
+	"github.com/heraldhq/herald/retention"
 )
 
 // recentReplays is how many replays the endpoint page lists.
@@ -128,24 +129,43 @@ func (p *Portal) startReplay(w http.ResponseWriter, r *http.Request, s *session)
 	if err != nil {
 		return err
 	}
+	kept, err := retention.TenantRetention(ctx, p.pool, s.TenantID)
+	if err != nil {
+		return err
+	}
 	back, err := time.ParseDuration(r.PostFormValue("since"))
-	if err != nil || !slices.ContainsFunc(replayPeriods(), func(o option) bool { return o.Value == r.PostFormValue("since") }) {
+	if err != nil || !slices.ContainsFunc(replayPeriods(kept), func(o option) bool { return o.Value == r.PostFormValue("since") }) {
+		if err == nil && back > kept {
+			return beforeHorizonPage(time.Now().Add(-kept), kept)
+		}
 		return badRequest("Choose from the list how far back the replay reaches.")
 	}
-	params := replay.Params{EndpointID: e.ID, Since: time.Now().Add(-back), OnlyFailed: r.PostFormValue("only_failed") == "true"}
+	now := time.Now()
+	params := replay.Params{EndpointID: e.ID, Since: now.Add(-back), Now: now, OnlyFailed: r.PostFormValue("only_failed") == "true"}
 	var started replay.Replay
 	err = pgx.BeginFunc(ctx, p.pool, func(tx pgx.Tx) error {
 		started, err = replay.StartTx(ctx, tx, p.jobs, params)
 		return err
 	})
+	var horizon *replay.BeforeHorizonError
 	switch {
 	case errors.Is(err, replay.ErrEndpointDisabled):
 		return errEndpointDisabled
+	case errors.As(err, &horizon):
+		return beforeHorizonPage(horizon.Earliest, horizon.Retention)
 	case err != nil:
 		return err
 	}
 	http.Redirect(w, r, fmt.Sprintf("%s/endpoints/%s/replays/%s", Path, e.ID, started.ID), http.StatusSeeOther)
 	return nil
+}
+
+// beforeHorizonPage refuses a replay reaching further back than the
+// tenant's history is kept, and says from when one may start.
+func beforeHorizonPage(earliest time.Time, kept time.Duration) error {
+	return &pageError{status: http.StatusUnprocessableEntity, heading: "That is further back than your history is kept",
+		message: fmt.Sprintf("Messages are kept for %s, so a replay can start no earlier than %s. Choose a shorter period.",
+			humanDuration(kept), earliest.UTC().Format("2006-01-02 15:04:05 UTC"))}
 }
 
 // loadReplay returns the session's replay named in the path.

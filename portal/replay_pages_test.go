@@ -5,7 +5,9 @@ import (
 	"encoding/json"
 	"net/http"
 	"net/url"
+	"regexp"
 	"testing"
+	"time"
 
 	"github.com/stretchr/testify/require"
 )
@@ -93,4 +95,43 @@ func TestReplayPageAndProgress(t *testing.T) {
 	resp = br.post("/portal/endpoints/"+f.endpoint.String()+"/replays", url.Values{"csrf": {token}, "since": {"1h"}})
 	require.Equal(t, http.StatusConflict, resp.StatusCode)
 	require.Contains(t, resp.body, "Enable it")
+}
+
+// The endpoint page says how long the tenant's history is kept and offers
+// replays only that far back; a replay further back is refused with the
+// earliest time one may start from.
+func TestReplayReachesBackToTheTenantsRetentionOnly(t *testing.T) {
+	t.Parallel()
+	b := setup(t)
+	f := b.fixture(t, "acme")
+	br := b.signIn(t, "acme")
+	endpointPage := "/portal/endpoints/" + f.endpoint.String()
+
+	page := br.get(endpointPage)
+	require.Equal(t, http.StatusOK, page.StatusCode, page.body)
+	require.Contains(t, page.body, "Your messages are kept for 30 days")
+	require.Contains(t, page.body, `<option value="720h">30 days ago</option>`)
+
+	_, err := b.pool.Exec(context.Background(), `UPDATE herald.tenants SET retention = interval '96 hours' WHERE id = 'acme'`)
+	require.NoError(t, err)
+	before := time.Now()
+	page = br.get(endpointPage)
+	require.Contains(t, page.body, "Your messages are kept for 4 days: a replay can reach back to <time")
+	earliest := regexp.MustCompile(`reach back to <time datetime="([^"]+)"`).FindStringSubmatch(page.body)
+	require.Len(t, earliest, 2, page.body)
+	at, err := time.Parse(time.RFC3339, earliest[1])
+	require.NoError(t, err)
+	require.WithinDuration(t, before.Add(-96*time.Hour), at, 5*time.Second)
+	require.NotContains(t, page.body, `<option value="168h">7 days ago</option>`, "periods beyond the retention are not offered")
+	require.Contains(t, page.body, `<option value="72h">3 days ago</option>`)
+	require.Contains(t, page.body, `<option value="96h0m0s">4 days ago, all history kept</option>`)
+
+	token := br.csrf()
+	resp := br.post(endpointPage+"/replays", url.Values{"csrf": {token}, "since": {"720h"}})
+	require.Equal(t, http.StatusUnprocessableEntity, resp.StatusCode, resp.body)
+	require.Contains(t, resp.body, "That is further back than your history is kept")
+	require.Contains(t, resp.body, "Messages are kept for 4 days, so a replay can start no earlier than "+before.Add(-96*time.Hour).UTC().Format("2006-01-02 15:04"))
+
+	resp = br.post(endpointPage+"/replays", url.Values{"csrf": {token}, "since": {"96h0m0s"}})
+	require.Equal(t, http.StatusSeeOther, resp.StatusCode, "a replay of all the history kept starts: %s", resp.body)
 }

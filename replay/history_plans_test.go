@@ -17,6 +17,7 @@ func TestHistoryQueriesUseIndexes(t *testing.T) {
 	pool, s := historyplan.NewPool(t)
 	since, until := s.DeliveryAt.Add(-7*24*time.Hour), s.DeliveryAt.Add(7*24*time.Hour)
 	historyplan.Check(t, pool, []historyplan.Query{
+		{Name: "resend: lock the message", SQL: selectResendTarget, Args: []any{s.MessageID, s.EndpointID}},
 		{Name: "resend: lock the delivery", SQL: lockDelivery, Args: []any{s.MessageID, s.EndpointID}},
 		{Name: "replay: count the selection", SQL: insertReplay, Args: []any{uuid.New(), s.TenantID, s.EndpointID, since, until, false}},
 		{Name: "replay: count the failed selection", SQL: insertReplay, Args: []any{uuid.New(), s.TenantID, s.EndpointID, since, until, true}},

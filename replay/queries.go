@@ -2,10 +2,16 @@ package replay
 
 // The SQL of resend and replay.
 const (
+	// selectResendTarget holds the message (FOR KEY SHARE) until the
+	// resend commits: the purge of a tenant's history past its own
+	// retention (package retention) locks the messages it deletes FOR
+	// UPDATE, so the resend either waits and finds the message gone, or
+	// keeps it from being purged with the delivery it makes pending.
 	selectResendTarget = `
 SELECT e.tenant_id, e.enabled, e.ordering = 'object'
 FROM herald.messages m JOIN herald.endpoints e ON e.tenant_id = m.tenant_id
-WHERE m.id = $1 AND e.id = $2`
+WHERE m.id = $1 AND e.id = $2
+FOR KEY SHARE OF m`
 
 	lockDelivery = `
 SELECT status FROM herald.deliveries WHERE message_id = $1 AND endpoint_id = $2 FOR UPDATE`

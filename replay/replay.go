@@ -10,6 +10,7 @@ import (
 	"github.com/jackc/pgx/v5"
 
 	"github.com/heraldhq/herald/internal/page"
+	"github.com/heraldhq/herald/retention"
 )
 
 // Status values of a replay.
@@ -25,10 +26,15 @@ const (
 // batch costs the same however long the history.
 type Params struct {
 	EndpointID uuid.UUID
-	// Since is the start of the range, inclusive. Required.
+	// Since is the start of the range, inclusive. Required, and not before
+	// the tenant's retention horizon (Now less retention.TenantRetention):
+	// what is older may have been dropped.
 	Since time.Time
-	// Until is the end of the range, exclusive. The zero time means now.
+	// Until is the end of the range, exclusive. The zero time means Now.
 	Until time.Time
+	// Now is when the replay is asked for, from which the retention
+	// horizon is counted back. The zero time means time.Now().
+	Now time.Time
 	// OnlyFailed limits the replay to deliveries that failed, were
 	// cancelled or were skipped while the endpoint was disabled.
 	OnlyFailed bool
@@ -58,20 +64,44 @@ type Replay struct {
 // ErrInvalidRange means Since is not before Until.
 var ErrInvalidRange = errors.New("since must be earlier than until")
 
+// ErrBeforeHorizon is wrapped by a BeforeHorizonError.
+var ErrBeforeHorizon = errors.New("since is before the retention horizon")
+
+// BeforeHorizonError means a replay's Since is before its tenant's
+// retention horizon: history older than Earliest may be gone.
+type BeforeHorizonError struct {
+	Since time.Time
+	// Earliest is the earliest replayable time, now less Retention.
+	Earliest time.Time
+	// Retention is the tenant's retention (its own, or the global one).
+	Retention time.Duration
+}
+
+func (e *BeforeHorizonError) Error() string {
+	return fmt.Sprintf("%v: since %s is before %s; history is kept %s", ErrBeforeHorizon,
+		e.Since.UTC().Format(time.RFC3339Nano), e.Earliest.UTC().Format(time.RFC3339Nano), e.Retention)
+}
+
+func (e *BeforeHorizonError) Unwrap() error { return ErrBeforeHorizon }
+
 // ErrReplayNotFound means no replay of the endpoint has the id.
 var ErrReplayNotFound = errors.New("replay not found")
 
 // StartTx creates a replay in tx and queues the River job that walks it;
 // the replay runs once tx commits. It returns ErrNotFound for an unknown
 // endpoint, ErrEndpointDisabled for a disabled one (enable it first, or its
-// deliveries would be cancelled again) and ErrInvalidRange for an empty
-// range.
+// deliveries would be cancelled again), ErrInvalidRange for an empty
+// range and a *BeforeHorizonError for a Since before the tenant's
+// retention horizon.
 func StartTx(ctx context.Context, tx pgx.Tx, jobs Inserter, p Params) (Replay, error) {
 	fail := func(err error) (Replay, error) {
 		return Replay{}, fmt.Errorf("replay endpoint %s: %w", p.EndpointID, err)
 	}
+	if p.Now.IsZero() {
+		p.Now = time.Now()
+	}
 	if p.Until.IsZero() {
-		p.Until = time.Now()
+		p.Until = p.Now
 	}
 	if !p.Since.Before(p.Until) {
 		return fail(ErrInvalidRange)
@@ -89,6 +119,13 @@ func StartTx(ctx context.Context, tx pgx.Tx, jobs Inserter, p Params) (Replay, e
 	}
 	if !enabled {
 		return fail(ErrEndpointDisabled)
+	}
+	kept, err := retention.TenantRetention(ctx, tx, tenantID)
+	if err != nil {
+		return fail(err)
+	}
+	if earliest := p.Now.Add(-kept); p.Since.Before(earliest) {
+		return fail(&BeforeHorizonError{Since: p.Since, Earliest: earliest, Retention: kept})
 	}
 	id, err := uuid.NewV7()
 	if err != nil {

@@ -295,3 +295,31 @@ func jobCount(t *testing.T, b *testBundle, kind string) int {
 	require.NoError(t, b.pool.QueryRow(b.ctx, "SELECT count(*) FROM herald.river_job WHERE kind = $1", kind).Scan(&n))
 	return n
 }
+
+// A replay may reach back to its tenant's retention horizon, not before:
+// the global retention, or the tenant's own when shorter.
+func TestReplayRefusesASinceBeforeTheRetentionHorizon(t *testing.T) {
+	t.Parallel()
+	b := setup(t)
+	now := time.Now()
+	start := func(since time.Time) error {
+		return pgx.BeginFunc(b.ctx, b.pool, func(tx pgx.Tx) error {
+			_, err := replay.StartTx(b.ctx, tx, b.jobs, replay.Params{EndpointID: b.endpoint, Since: since, Now: now})
+			return err
+		})
+	}
+	global := 30 * 24 * time.Hour
+	require.NoError(t, start(now.Add(-global)), "the horizon itself is replayable")
+	err := start(now.Add(-global - time.Second))
+	require.ErrorIs(t, err, replay.ErrBeforeHorizon)
+	var horizon *replay.BeforeHorizonError
+	require.ErrorAs(t, err, &horizon)
+	require.True(t, horizon.Earliest.Equal(now.Add(-global)), "earliest %s", horizon.Earliest)
+	require.Equal(t, global, horizon.Retention)
+
+	b.exec(t, "UPDATE herald.tenants SET retention = interval '7 days' WHERE id = 'acme'")
+	require.NoError(t, start(now.Add(-7*24*time.Hour)))
+	require.ErrorAs(t, start(now.Add(-8*24*time.Hour)), &horizon)
+	require.True(t, horizon.Earliest.Equal(now.Add(-7*24*time.Hour)))
+	require.Equal(t, 7*24*time.Hour, horizon.Retention)
+}

@@ -25,4 +25,70 @@ const (
 DELETE FROM herald.publish_idempotency_keys
 WHERE ctid = ANY (ARRAY(SELECT ctid FROM herald.publish_idempotency_keys
                         WHERE created_at < $1 ORDER BY created_at LIMIT $2))`
+
+	// recordSettings writes the pass's settings for the api (Settings).
+	recordSettings = `
+UPDATE herald.retention_settings
+SET retention = $1, retry_window = $2, partition_interval = $3, recorded_at = now()`
+
+	selectSettings = `SELECT retention, retry_window, partition_interval FROM herald.retention_settings`
+
+	// selectTenantRetention is Settings.Effective of tenant $1 in SQL
+	// (least ignores a NULL).
+	selectTenantRetention = `
+SELECT least(s.retention, (SELECT t.retention FROM herald.tenants t WHERE t.id = $1))
+FROM herald.retention_settings s`
+
+	// selectShortRetentions lists the tenants whose own retention is
+	// shorter than the global $1, the ones a pass purges.
+	selectShortRetentions = `SELECT id, retention FROM herald.tenants WHERE retention < $1 ORDER BY id`
+
+	// Purging a tenant's history past its own retention, one batch of
+	// messages in one transaction (see purge.go).
+
+	// walkTenant locks the next $6 of tenant $1's dispatched messages
+	// created before $4 (ids below $5, which prunes the partitions after
+	// it) after the cursor ($2, $3), along messages_tenant_created: the
+	// cursor is an index condition, so each batch reads its own rows. One
+	// locked by a resend (or anything else) is skipped until the next pass.
+	walkTenant = `
+SELECT id, created_at FROM herald.messages
+WHERE tenant_id = $1 AND (created_at, id) > ($2, $3) AND created_at < $4 AND id < $5
+  AND dispatched_at IS NOT NULL
+ORDER BY created_at, id
+LIMIT $6
+FOR UPDATE SKIP LOCKED`
+
+	// The statements on a batch's deliveries and attempts take the batch's
+	// messages as unnest($1, $2, $3): each message's id with the range of
+	// ids of its millisecond, which holds its deliveries and attempts
+	// (package historyid). Each message's rows are found in the one
+	// partition of that range, through the partition's (message_id,
+	// endpoint_id) index or attempts_message, or the millisecond's range
+	// of the primary key: bounded by the message however it is planned.
+	batchMessages = `unnest($1::uuid[], $2::uuid[], $3::uuid[]) AS m(id, lo, hi)`
+
+	// lockPurgeDeliveries locks the deliveries of a batch's messages and
+	// says which are pending. A lock returns the delivery as it is now, so
+	// a replay that requeued one after this statement began is seen.
+	lockPurgeDeliveries = `
+SELECT d.message_id, d.status = 'pending'
+FROM ` + batchMessages + `
+JOIN herald.deliveries d ON d.message_id = m.id AND d.id >= m.lo AND d.id < m.hi
+FOR UPDATE OF d`
+
+	purgeDeliveries = `
+DELETE FROM herald.deliveries d USING ` + batchMessages + `
+WHERE d.message_id = m.id AND d.id >= m.lo AND d.id < m.hi
+RETURNING d.id`
+
+	purgeAttempts = `
+DELETE FROM herald.attempts a USING ` + batchMessages + `
+WHERE a.message_id = m.id AND a.id >= m.lo AND a.id < m.hi`
+
+	// purgeReplayDeliveries deletes the replay records of the deliveries
+	// $1, in their partitions, through replay_deliveries_delivery.
+	purgeReplayDeliveries = `DELETE FROM herald.replay_deliveries WHERE delivery_id = ANY($1)`
+
+	purgeMessages = `DELETE FROM herald.messages WHERE id = ANY($1)`
 )

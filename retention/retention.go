@@ -14,6 +14,12 @@
 // every pass: it goes as soon as its last delivery settles (succeeds,
 // exhausts its retry window, or is cancelled when its endpoint is disabled
 // or deleted). Nothing pending is dropped, however old.
+//
+// A tenant may be given a shorter retention of its own (tenants.retention,
+// set by an operator through the api; Settings.CheckTenant says which are
+// allowed). Each pass then purges that tenant's settled history past its
+// own horizon in bounded batches (purge.go), and records the pass's
+// settings for the api (Settings).
 package retention
 
 import (
@@ -63,7 +69,9 @@ type Config struct {
 	// RetryWindow is the deliveries' retry window (schedule.Policy.Window);
 	// Retention must be at least RetryWindow plus one Interval, or
 	// partitions would routinely still hold retrying deliveries when they
-	// come due. Zero skips that check.
+	// come due. Zero skips that check. Each pass records it with Retention
+	// and Interval (Settings), and a tenant's own retention has the same
+	// floor.
 	RetryWindow time.Duration
 	// Ahead is how far past now partitions are created. Defaults to three
 	// intervals, and at least twice Period. Zero means the default.
@@ -108,6 +116,7 @@ type Maintainer struct {
 	pool        *pgxpool.Pool
 	interval    time.Duration
 	retention   time.Duration
+	retryWindow time.Duration
 	ahead       time.Duration
 	lockTimeout time.Duration
 	now         func() time.Time
@@ -131,6 +140,7 @@ func New(cfg Config) (*Maintainer, error) {
 		pool:        cfg.Pool,
 		interval:    interval,
 		retention:   cmp.Or(cfg.Retention, DefaultRetention),
+		retryWindow: cfg.RetryWindow,
 		ahead:       cmp.Or(cfg.Ahead, max(3*interval, 2*Period(interval))),
 		lockTimeout: cmp.Or(cfg.LockTimeout, DefaultLockTimeout),
 		now:         now,
@@ -165,17 +175,24 @@ type Report struct {
 	Remade []string
 	// Due are the sets past the horizon by suffix, and what became of each.
 	Due map[string]Outcome
+	// Purged is what was purged of each tenant whose own retention is
+	// shorter than the global one, by tenant id.
+	Purged map[string]*TenantPurge
 	// PrunedKeys is how many publish idempotency keys older than the
 	// horizon were deleted.
 	PrunedKeys int64
 }
 
-// Pass creates the partitions from now to Ahead, drops the sets past
-// retention that are settled, and prunes the publish idempotency keys older
-// than retention.
+// Pass records its settings (Settings), creates the partitions from now to
+// Ahead, drops the sets past retention that are settled, purges the
+// settled history of the tenants with a shorter retention of their own
+// past it, and prunes the publish idempotency keys older than retention.
 func (m *Maintainer) Pass(ctx context.Context) (Report, error) {
 	now := m.now()
-	rep := Report{Horizon: now.Add(-m.retention), Due: map[string]Outcome{}}
+	rep := Report{Horizon: now.Add(-m.retention), Due: map[string]Outcome{}, Purged: map[string]*TenantPurge{}}
+	if _, err := m.pool.Exec(ctx, recordSettings, m.retention, m.retryWindow, m.interval); err != nil {
+		return rep, fmt.Errorf("record retention settings: %w", err)
+	}
 	if err := m.reshape(ctx, now, &rep); err != nil {
 		return rep, err
 	}
@@ -200,6 +217,9 @@ func (m *Maintainer) Pass(ctx context.Context) (Report, error) {
 			return rep, err
 		}
 		rep.Due[suffix] = outcome
+	}
+	if err := m.purgeTenants(ctx, now, &rep); err != nil {
+		return rep, err
 	}
 	for range maxPruneBatches {
 		tag, err := m.pool.Exec(ctx, pruneIdempotencyKeys, rep.Horizon, pruneBatch)
@@ -284,6 +304,12 @@ func (m *Maintainer) log(ctx context.Context, rep Report) {
 			continue
 		}
 		m.logger.InfoContext(ctx, "history partitions past retention kept", "suffix", s, "reason", string(o), "horizon", rep.Horizon)
+	}
+	for tenant, p := range rep.Purged {
+		if p.Messages > 0 || p.Kept > 0 || !p.Done {
+			m.logger.InfoContext(ctx, "tenant history purged", "tenant", tenant, "retention", p.Retention, "horizon", p.Horizon,
+				"messages", p.Messages, "deliveries", p.Deliveries, "attempts", p.Attempts, "kept_pending", p.Kept, "done", p.Done)
+		}
 	}
 	if rep.PrunedKeys > 0 {
 		m.logger.InfoContext(ctx, "publish idempotency keys pruned", "count", rep.PrunedKeys, "horizon", rep.Horizon)

@@ -8,11 +8,16 @@ import (
 
 	"github.com/google/uuid"
 	"github.com/jackc/pgx/v5/pgxpool"
+	"github.com/riverqueue/river"
+	"github.com/riverqueue/river/riverdriver/riverpgxv5"
 	"github.com/stretchr/testify/require"
 
 	"github.com/heraldhq/herald/internal/deliverystatus"
+	"github.com/heraldhq/herald/internal/historyid"
 	"github.com/heraldhq/herald/internal/pgtest"
 	"github.com/heraldhq/herald/internal/testfactory"
+	"github.com/heraldhq/herald/migrations"
+	"github.com/heraldhq/herald/replay"
 	"github.com/heraldhq/herald/retention"
 )
 
@@ -200,4 +205,241 @@ func TestAChangedIntervalRemakesThePartitionsNotBegunYet(t *testing.T) {
 	var longest time.Duration
 	require.NoError(t, pool.QueryRow(ctx, `SELECT coalesce(max(extract(epoch FROM upper_at - lower_at)), 0)::bigint * 1000000000 FROM herald.history_partitions WHERE lower_at > $1`, now).Scan(&longest))
 	require.LessOrEqual(t, longest, time.Hour, "the partitions ahead are hours")
+}
+
+// oldMessage inserts a message of tenant made at at, dispatched then
+// unless undispatched.
+func oldMessage(t *testing.T, b testBundle, tenant string, at time.Time, undispatched bool) uuid.UUID {
+	t.Helper()
+	opts := &testfactory.MessageOpts{ID: idAt(t, at), TenantID: tenant, CreatedAt: &at}
+	if !undispatched {
+		opts.DispatchedAt = &at
+	}
+	return testfactory.Message(t, b.pool, opts).ID
+}
+
+// settled inserts a succeeded delivery of message to endpoint with one
+// attempt, and returns the delivery's id.
+func settled(t *testing.T, b testBundle, message, endpoint uuid.UUID, at time.Time) uuid.UUID {
+	t.Helper()
+	d := testfactory.Delivery(t, b.pool, &testfactory.DeliveryOpts{MessageID: message, EndpointID: endpoint, Status: deliverystatus.Succeeded, CompletedAt: &at, CreatedAt: &at})
+	attempt, err := historyid.Child(d.ID)
+	require.NoError(t, err)
+	_, err = b.pool.Exec(t.Context(), `INSERT INTO herald.attempts (id, delivery_id, message_id, endpoint_id, attempt_number, trigger, started_at, duration_ms, outcome)
+VALUES ($1, $2, $3, $4, 1, 'scheduled', $5, 10, 'succeeded')`, attempt, d.ID, message, endpoint, at)
+	require.NoError(t, err)
+	return d.ID
+}
+
+func (b testBundle) exists(t *testing.T, table string, column string, id uuid.UUID) bool {
+	t.Helper()
+	var ok bool
+	require.NoError(t, b.pool.QueryRow(t.Context(), "SELECT EXISTS (SELECT FROM herald."+table+" WHERE "+column+" = $1)", id).Scan(&ok))
+	return ok
+}
+
+// A tenant with a retention of its own shorter than the global one loses
+// its settled history past its horizon at each pass; its pending and
+// undispatched messages, its recent ones and other tenants' stay.
+func TestATenantsOwnRetentionPurgesItsSettledHistoryOnly(t *testing.T) {
+	t.Parallel()
+	b := setup(t)
+	ctx := t.Context()
+	short := testfactory.Tenant(t, b.pool, nil).ID
+	_, err := b.pool.Exec(ctx, `UPDATE herald.tenants SET retention = interval '1 hour' WHERE id = $1`, short)
+	require.NoError(t, err)
+	mine, mine2 := testfactory.Endpoint(t, b.pool, &testfactory.EndpointOpts{TenantID: short}), testfactory.Endpoint(t, b.pool, &testfactory.EndpointOpts{TenantID: short})
+	other := testfactory.Endpoint(t, b.pool, nil)
+	at := b.past.Add(10 * time.Second)
+
+	gone := oldMessage(t, b, short, at, false)
+	goneDelivery := settled(t, b, gone, mine.ID, at)
+	replayID := uuid.Must(uuid.NewV7())
+	_, err = b.pool.Exec(ctx, `INSERT INTO herald.replays (id, tenant_id, endpoint_id, since_at, until_at, only_failed, total) VALUES ($1, $2, $3, $4, now(), false, 1)`,
+		replayID, short, mine.ID, at)
+	require.NoError(t, err)
+	_, err = b.pool.Exec(ctx, `INSERT INTO herald.replay_deliveries (replay_id, delivery_id) VALUES ($1, $2)`, replayID, goneDelivery)
+	require.NoError(t, err)
+
+	halfPending := oldMessage(t, b, short, at.Add(time.Second), false)
+	settled(t, b, halfPending, mine.ID, at)
+	pending := testfactory.Delivery(t, b.pool, &testfactory.DeliveryOpts{MessageID: halfPending, EndpointID: mine2.ID, CreatedAt: &at})
+	undispatched := oldMessage(t, b, short, at.Add(2*time.Second), true)
+	recentAt := time.Now().Add(-time.Minute)
+	recent := oldMessage(t, b, short, recentAt, false)
+	settled(t, b, recent, mine.ID, recentAt)
+	others := oldMessage(t, b, other.TenantID, at, false)
+	othersDelivery := settled(t, b, others, other.ID, at)
+
+	global, err := retention.New(retention.Config{Pool: b.pool, Interval: time.Minute, Retention: 3 * time.Hour, LockTimeout: 200 * time.Millisecond})
+	require.NoError(t, err)
+	rep, err := global.Pass(ctx)
+	require.NoError(t, err)
+	require.NotContains(t, rep.Due, b.suffix(), "the global retention keeps the partition")
+	p := rep.Purged[short]
+	require.NotNil(t, p, "the tenant with its own retention is purged")
+	require.Equal(t, time.Hour, p.Retention)
+	require.True(t, p.Done)
+	require.EqualValues(t, 1, p.Messages)
+	require.EqualValues(t, 1, p.Deliveries)
+	require.EqualValues(t, 1, p.Attempts)
+	require.EqualValues(t, 1, p.Kept, "the message with a pending delivery is kept")
+	require.NotContains(t, rep.Purged, other.TenantID, "a tenant without its own retention is not purged")
+
+	require.False(t, b.exists(t, "messages", "id", gone))
+	require.False(t, b.exists(t, "deliveries", "id", goneDelivery))
+	require.False(t, b.exists(t, "attempts", "message_id", gone))
+	require.False(t, b.exists(t, "replay_deliveries", "delivery_id", goneDelivery))
+	for _, id := range []uuid.UUID{halfPending, undispatched, recent, others} {
+		require.True(t, b.exists(t, "messages", "id", id), "message %s is kept", id)
+	}
+	require.True(t, b.exists(t, "deliveries", "id", pending.ID))
+	require.True(t, b.exists(t, "attempts", "message_id", halfPending), "a kept message keeps its attempts")
+	require.True(t, b.exists(t, "attempts", "message_id", recent))
+	require.True(t, b.exists(t, "deliveries", "id", othersDelivery))
+
+	_, err = b.pool.Exec(ctx, `UPDATE herald.deliveries SET status = 'failed', completed_at = now() WHERE id = $1`, pending.ID)
+	require.NoError(t, err)
+	rep, err = global.Pass(ctx)
+	require.NoError(t, err)
+	require.EqualValues(t, 1, rep.Purged[short].Messages, "settled, it goes at the next pass")
+	require.EqualValues(t, 2, rep.Purged[short].Deliveries)
+	require.False(t, b.exists(t, "messages", "id", halfPending))
+	require.True(t, b.exists(t, "messages", "id", undispatched), "an undispatched message is never purged")
+}
+
+// The purge goes in batches, each its own transaction, and walks past
+// messages it keeps.
+func TestATenantsPurgeWalksItsHistoryInBatches(t *testing.T) {
+	t.Parallel()
+	b := setup(t)
+	ctx := t.Context()
+	short := testfactory.Tenant(t, b.pool, nil).ID
+	_, err := b.pool.Exec(ctx, `UPDATE herald.tenants SET retention = interval '1 hour' WHERE id = $1`, short)
+	require.NoError(t, err)
+	endpoint := testfactory.Endpoint(t, b.pool, &testfactory.EndpointOpts{TenantID: short})
+	at := b.past.Add(time.Second)
+	first := oldMessage(t, b, short, at, false)
+	testfactory.Delivery(t, b.pool, &testfactory.DeliveryOpts{MessageID: first, EndpointID: endpoint.ID, CreatedAt: &at})
+	// More than a batch of settled messages after the pending one, in one
+	// statement as a producer's bulk load would.
+	n := retention.PurgeBatch + 20
+	_, err = b.pool.Exec(ctx, `
+WITH m AS (
+  INSERT INTO herald.messages (id, tenant_id, event_type, object_id, object_version, body, created_at, dispatched_at)
+  SELECT herald.history_bound($2::timestamptz + i * interval '1 millisecond'), $1, 'invoice.paid', 'inv_' || i, 1, '{}', $2::timestamptz + i * interval '1 millisecond', $2
+  FROM generate_series(1, $3) i
+  RETURNING id)
+INSERT INTO herald.deliveries (id, message_id, endpoint_id, tenant_id, status, completed_at)
+SELECT m.id, m.id, $4, $1, 'succeeded', $2 FROM m`, short, at.Add(time.Second), n, endpoint.ID)
+	require.NoError(t, err)
+
+	global, err := retention.New(retention.Config{Pool: b.pool, Interval: time.Minute, Retention: 3 * time.Hour})
+	require.NoError(t, err)
+	rep, err := global.Pass(ctx)
+	require.NoError(t, err)
+	p := rep.Purged[short]
+	require.True(t, p.Done)
+	require.EqualValues(t, n, p.Messages)
+	require.EqualValues(t, n, p.Deliveries)
+	require.EqualValues(t, 1, p.Kept)
+	require.Equal(t, 1, b.count(t, "messages"), "only the pending message is left")
+}
+
+// Each pass records its settings for the api, which judges a tenant's own
+// retention and a replay's start by them.
+func TestAPassRecordsItsSettingsAndTheTenantsRetentionFollows(t *testing.T) {
+	t.Parallel()
+	pool := pgtest.NewPool(t)
+	ctx := t.Context()
+	s, err := retention.ReadSettings(ctx, pool)
+	require.NoError(t, err)
+	require.Equal(t, retention.Settings{Retention: retention.DefaultRetention, RetryWindow: 72 * time.Hour, Interval: retention.DefaultInterval}, s,
+		"before any pass, the dispatchers' defaults")
+
+	m, err := retention.New(retention.Config{Pool: pool, Interval: time.Hour, Retention: 10 * 24 * time.Hour, RetryWindow: 48 * time.Hour})
+	require.NoError(t, err)
+	_, err = m.Pass(ctx)
+	require.NoError(t, err)
+	s, err = retention.ReadSettings(ctx, pool)
+	require.NoError(t, err)
+	require.Equal(t, retention.Settings{Retention: 10 * 24 * time.Hour, RetryWindow: 48 * time.Hour, Interval: time.Hour}, s)
+	require.Equal(t, 49*time.Hour, s.MinTenantRetention())
+
+	tenant := testfactory.Tenant(t, pool, nil).ID
+	got, err := retention.TenantRetention(ctx, pool, tenant)
+	require.NoError(t, err)
+	require.Equal(t, 10*24*time.Hour, got, "without its own, the global retention")
+	_, err = pool.Exec(ctx, `UPDATE herald.tenants SET retention = interval '3 days' WHERE id = $1`, tenant)
+	require.NoError(t, err)
+	got, err = retention.TenantRetention(ctx, pool, tenant)
+	require.NoError(t, err)
+	require.Equal(t, 72*time.Hour, got)
+	own := 72 * time.Hour
+	require.Equal(t, own, s.Effective(&own))
+	longer := 20 * 24 * time.Hour
+	require.Equal(t, s.Retention, s.Effective(&longer), "a tenant's own never lengthens the global one")
+}
+
+func TestCheckTenantAllowsOnlyAShorterRetentionAboveTheRetryWindow(t *testing.T) {
+	t.Parallel()
+	s := retention.Settings{Retention: 30 * 24 * time.Hour, RetryWindow: 72 * time.Hour, Interval: 24 * time.Hour}
+	require.NoError(t, s.CheckTenant(7*24*time.Hour))
+	require.NoError(t, s.CheckTenant(96*time.Hour))
+	err := s.CheckTenant(30 * 24 * time.Hour)
+	require.ErrorIs(t, err, retention.ErrTenantRetention)
+	require.ErrorContains(t, err, "not shorter than the dispatchers' --retention (720h0m0s, 2592000 seconds)")
+	err = s.CheckTenant(95 * time.Hour)
+	require.ErrorIs(t, err, retention.ErrTenantRetention)
+	require.ErrorContains(t, err, "shorter than the retry window (72h0m0s) plus one partition interval (24h0m0s)")
+	require.ErrorContains(t, err, "at least 345600 seconds")
+	require.ErrorContains(t, s.CheckTenant(0), "not a positive whole number of seconds")
+	require.ErrorContains(t, s.CheckTenant(96*time.Hour+time.Millisecond), "not a positive whole number of seconds")
+}
+
+// A resend holds its message until it commits: the purge skips the
+// message meanwhile, and afterwards finds the delivery it made pending.
+// Here the resend makes a new delivery, to an endpoint the message never
+// went to, which no lock on the message's other deliveries would reveal.
+func TestAPurgeNeverTakesAMessageBeingResent(t *testing.T) {
+	t.Parallel()
+	b := setup(t)
+	ctx := t.Context()
+	short := testfactory.Tenant(t, b.pool, nil).ID
+	endpoint := testfactory.Endpoint(t, b.pool, &testfactory.EndpointOpts{TenantID: short})
+	at := b.past.Add(time.Second)
+	message := oldMessage(t, b, short, at, false)
+	settled(t, b, message, endpoint.ID, at)
+	added := testfactory.Endpoint(t, b.pool, &testfactory.EndpointOpts{TenantID: short})
+	jobs, err := river.NewClient(riverpgxv5.New(b.pool), &river.Config{Schema: migrations.Schema})
+	require.NoError(t, err)
+	// A fixed clock, and a first pass before the tenant has its own
+	// retention: the partitions exist before the resend begins (creating
+	// one waits for every writer of the default partitions, which the
+	// resend is until it commits).
+	now := time.Now()
+	global, err := retention.New(retention.Config{Pool: b.pool, Interval: time.Minute, Retention: 3 * time.Hour, LockTimeout: 200 * time.Millisecond,
+		Now: func() time.Time { return now }})
+	require.NoError(t, err)
+	_, err = global.Pass(ctx)
+	require.NoError(t, err)
+	_, err = b.pool.Exec(ctx, `UPDATE herald.tenants SET retention = interval '1 hour' WHERE id = $1`, short)
+	require.NoError(t, err)
+
+	tx, err := b.pool.Begin(ctx)
+	require.NoError(t, err)
+	defer func() { _ = tx.Rollback(context.WithoutCancel(ctx)) }()
+	resent, err := replay.ResendTx(ctx, tx, jobs, message, added.ID)
+	require.NoError(t, err)
+	rep, err := global.Pass(ctx)
+	require.NoError(t, err)
+	require.Zero(t, rep.Purged[short].Messages, "the message being resent is skipped")
+	require.NoError(t, tx.Commit(ctx))
+
+	rep, err = global.Pass(ctx)
+	require.NoError(t, err)
+	require.Zero(t, rep.Purged[short].Messages)
+	require.EqualValues(t, 1, rep.Purged[short].Kept, "the new delivery is pending")
+	require.True(t, b.exists(t, "messages", "id", message))
+	require.True(t, b.exists(t, "deliveries", "id", resent.DeliveryID))
 }

@@ -2,7 +2,7 @@ package store
 
 // Tenants.
 const (
-	tenantColumns = `id, name, max_endpoints, rate_limits, endpoint_count, created_at, updated_at`
+	tenantColumns = `id, name, max_endpoints, rate_limits, retention, endpoint_count, created_at, updated_at`
 
 	insertTenant = `INSERT INTO herald.tenants (id, name) VALUES ($1, $2)
 ON CONFLICT (id) DO NOTHING
@@ -16,11 +16,13 @@ WHERE id > $1 ORDER BY id LIMIT $2`
 	// updateTenant sets the name unless $2 is NULL; the own endpoint cap
 	// to $3 unless it is NULL, or back to the default when it is negative;
 	// and, of the own rate limits, removes the actions $4 and sets those of
-	// the object $5.
+	// the object $5; and the own retention to $6 unless it is NULL, or
+	// back to the global one when it is negative.
 	updateTenant = `UPDATE herald.tenants SET
     name = coalesce($2, name),
     max_endpoints = CASE WHEN $3::integer IS NULL THEN max_endpoints WHEN $3 < 0 THEN NULL ELSE $3 END,
     rate_limits = (rate_limits - $4::text[]) || $5::jsonb,
+    retention = CASE WHEN $6::interval IS NULL THEN retention WHEN $6 <= interval '0' THEN NULL ELSE $6 END,
     updated_at = now()
 WHERE id = $1
 RETURNING ` + tenantColumns

@@ -35,6 +35,10 @@ type TenantLimits struct {
 	MaxEndpoints *int
 	// Rates are the tenant's own rate limits, by action. Never nil.
 	Rates map[limits.Action]limits.Rate
+	// Retention is how long the tenant's history is kept, when shorter
+	// than the dispatchers' --retention; nil means theirs (package
+	// retention, Settings.Effective).
+	Retention *time.Duration
 }
 
 // NewTenant is what CreateTenant needs.
@@ -58,6 +62,12 @@ type TenantUpdate struct {
 	// (limits.Rate.Check says which are allowed); a nil value removes it,
 	// so the default applies again. Actions not in the map keep theirs.
 	Rates map[limits.Action]*limits.Rate
+	// Retention sets the tenant's own retention, a positive number of
+	// whole seconds; a pointer to a negative duration removes it, so the
+	// global retention applies again. The store checks only its form: the
+	// caller judges it against the dispatchers' settings
+	// (retention.Settings.CheckTenant).
+	Retention *time.Duration
 }
 
 // MaxEndpointsLimit is the largest endpoint cap a tenant can be given.
@@ -65,7 +75,7 @@ const MaxEndpointsLimit = 1_000_000
 
 func scanTenant(row pgx.Row) (Tenant, error) {
 	var t Tenant
-	err := row.Scan(&t.ID, &t.Name, &t.Limits.MaxEndpoints, &t.Limits.Rates, &t.EndpointCount, &t.CreatedAt, &t.UpdatedAt)
+	err := row.Scan(&t.ID, &t.Name, &t.Limits.MaxEndpoints, &t.Limits.Rates, &t.Limits.Retention, &t.EndpointCount, &t.CreatedAt, &t.UpdatedAt)
 	if t.Limits.Rates == nil {
 		t.Limits.Rates = map[limits.Action]limits.Rate{}
 	}
@@ -168,6 +178,10 @@ func (s *Store) updateTenant(ctx context.Context, db dbtx, id string, u TenantUp
 		return Tenant{}, fmt.Errorf("update tenant %q: %w", id, invalid("limits.max_endpoints",
 			"is %d; give a cap from 0 to %d, or null for the default", *u.MaxEndpoints, MaxEndpointsLimit))
 	}
+	if u.Retention != nil && *u.Retention >= 0 && (*u.Retention == 0 || *u.Retention%time.Second != 0) {
+		return Tenant{}, fmt.Errorf("update tenant %q: %w", id, invalid("limits.retention_seconds",
+			"is %s; give a whole number of seconds, or null for the global retention", *u.Retention))
+	}
 	removed, set := []string{}, map[limits.Action]limits.Rate{}
 	for a, r := range u.Rates {
 		if _, err := limits.ParseAction(string(a)); err != nil {
@@ -182,7 +196,7 @@ func (s *Store) updateTenant(ctx context.Context, db dbtx, id string, u TenantUp
 		}
 		set[a] = *r
 	}
-	t, err := scanTenant(db.QueryRow(ctx, updateTenant, id, u.Name, u.MaxEndpoints, removed, set))
+	t, err := scanTenant(db.QueryRow(ctx, updateTenant, id, u.Name, u.MaxEndpoints, removed, set, u.Retention))
 	if errors.Is(err, pgx.ErrNoRows) {
 		return Tenant{}, fmt.Errorf("update tenant %q: %w", id, ErrNotFound)
 	}

@@ -4,6 +4,7 @@ import (
 	"context"
 	"sync"
 	"testing"
+	"time"
 
 	"github.com/google/uuid"
 	"github.com/stretchr/testify/require"
@@ -146,4 +147,35 @@ func TestUpdateTenantRateLimits(t *testing.T) {
 		_, err := b.store.UpdateTenant(ctx, "acme", tt.update)
 		requireInvalid(t, err, tt.field, tt.problem)
 	}
+}
+
+// A tenant's own retention is set, kept by other updates, and removed
+// with a negative duration; its form is checked here, its length by the
+// api against the dispatchers' settings.
+func TestUpdateTenantRetention(t *testing.T) {
+	t.Parallel()
+	b, ctx := setup(t)
+	b.tenant(t, "acme")
+	week := 7 * 24 * time.Hour
+	tenant, err := b.store.UpdateTenant(ctx, "acme", store.TenantUpdate{Retention: &week})
+	require.NoError(t, err)
+	require.Equal(t, &week, tenant.Limits.Retention)
+	name := "Acme"
+	tenant, err = b.store.UpdateTenant(ctx, "acme", store.TenantUpdate{Name: &name})
+	require.NoError(t, err)
+	require.Equal(t, &week, tenant.Limits.Retention, "an update that does not name it keeps it")
+	got, err := b.store.GetTenant(ctx, "acme")
+	require.NoError(t, err)
+	require.Equal(t, &week, got.Limits.Retention)
+
+	odd := week + time.Millisecond
+	_, err = b.store.UpdateTenant(ctx, "acme", store.TenantUpdate{Retention: &odd})
+	var invalid *store.ValidationError
+	require.ErrorAs(t, err, &invalid)
+	require.Equal(t, "limits.retention_seconds", invalid.Field)
+
+	reset := time.Duration(-1)
+	tenant, err = b.store.UpdateTenant(ctx, "acme", store.TenantUpdate{Retention: &reset})
+	require.NoError(t, err)
+	require.Nil(t, tenant.Limits.Retention)
 }

@@ -322,6 +322,23 @@ func TestPublishTailResendReplay(t *testing.T) {
 	require.Regexp(t, `deliveries:\s+2 done of 2`, r.stdout)
 }
 
+// A replay further back than the tenant's history is kept is refused by
+// the API, and the CLI says from when one may start.
+func TestReplayBeforeTheRetentionHorizon(t *testing.T) {
+	t.Parallel()
+	b := setup(t)
+	receiver := webhooktest.NewReceiver(t, webhooktest.Status(200))
+	b.ok(t, "tenants", "create", "acme")
+	var ep client.Endpoint
+	b.okJSON(t, &ep, "endpoints", "create", "--tenant", "acme", "--url", receiver.URL)
+	r := b.herald(t, "replay", ep.ID.String(), "--tenant", "acme", "--since", "800h", "--no-wait")
+	require.Equal(t, exitAPI, r.code, r.stderr)
+	require.Contains(t, r.stderr, "is before the retention horizon: this tenant's history is kept 2592000 seconds (720h0m0s), so the earliest replayable time is ")
+	require.Contains(t, r.stderr, "field: since")
+	require.Contains(t, r.stderr, "HTTP 422")
+	require.Equal(t, 0, b.herald(t, "replay", ep.ID.String(), "--tenant", "acme", "--since", "700h", "--no-wait").code)
+}
+
 func TestReceiverCheck(t *testing.T) {
 	t.Parallel()
 	b := setup(t)

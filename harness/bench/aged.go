@@ -43,6 +43,13 @@ const (
 	agedSamples = 40
 	// agedTenant owns the replayed endpoint.
 	agedTenant = "aged-replay"
+	// agedSpan is how far back the aged history reaches from the fill,
+	// and agedReplayReach how far back from its start the replay reaches:
+	// all of that history, with half a day for the fill and the runs
+	// before the replay, and within the default retention, before whose
+	// horizon the API refuses a replay.
+	agedSpan        = 29 * 24 * time.Hour
+	agedReplayReach = agedSpan + 12*time.Hour
 )
 
 // Age is one side of the aged scenario: a fresh database or an aged one.
@@ -108,6 +115,7 @@ func (r *runner) aged(ctx context.Context, s Scenario, report *Report) ([]Result
 			}
 			fill, err = historyfill.Fill(ctx, pool, historyfill.Spec{
 				Deliveries: history,
+				Span:       agedSpan,
 				Streams:    []historyfill.Stream{{TenantID: agedTenant, EndpointID: endpointID, Deliveries: replayed}},
 			})
 			return err
@@ -218,7 +226,7 @@ func (r *runner) probe(ctx context.Context, st *stage, key string, endpointID uu
 
 	// The replay of everything before the burst.
 	arrived.Store(0)
-	body, _ := json.Marshal(map[string]any{"since": before.Add(-31 * 24 * time.Hour), "until": before})
+	body, _ := json.Marshal(map[string]any{"since": before.Add(-agedReplayReach), "until": before})
 	var created struct {
 		ID    string `json:"id"`
 		Total int    `json:"total"`

@@ -11,6 +11,7 @@ package historyid
 
 import (
 	"fmt"
+	"time"
 
 	"github.com/google/uuid"
 )
@@ -26,4 +27,26 @@ func Child(parent uuid.UUID) (uuid.UUID, error) {
 	copy(id[:6], parent[:6])
 	id[6] = 0x70 | id[6]&0x0f // version 7; NewRandom set the RFC 9562 variant
 	return id, nil
+}
+
+// Bound returns the smallest UUIDv7 of at's millisecond, as
+// herald.history_bound does: every id made in that millisecond or later
+// is at least Bound(at), every one made before is less.
+func Bound(at time.Time) uuid.UUID {
+	var id uuid.UUID
+	ms := uint64(at.UnixMilli())
+	for i := range 6 {
+		id[i] = byte(ms >> (40 - 8*i))
+	}
+	return id
+}
+
+// Time returns the millisecond a UUIDv7 was made in, as
+// herald.history_time does.
+func Time(id uuid.UUID) time.Time {
+	var ms int64
+	for _, b := range id[:6] {
+		ms = ms<<8 | int64(b)
+	}
+	return time.UnixMilli(ms)
 }

@@ -2,6 +2,7 @@ package historyid_test
 
 import (
 	"testing"
+	"time"
 
 	"github.com/google/uuid"
 	"github.com/stretchr/testify/require"
@@ -23,4 +24,16 @@ func TestChildKeepsTheParentsTimeAndIsAVersion7UUID(t *testing.T) {
 		require.False(t, seen[child], "children are unique")
 		seen[child] = true
 	}
+}
+
+func TestBoundAndTimeAreTheMillisecondOfAUUIDv7(t *testing.T) {
+	t.Parallel()
+	id := uuid.Must(uuid.NewV7())
+	at := historyid.Time(id)
+	bound := historyid.Bound(at)
+	require.Equal(t, id[:6], bound[:6])
+	require.LessOrEqual(t, historyid.Bound(at).String(), id.String(), "the bound is the millisecond's smallest id")
+	require.Greater(t, historyid.Bound(at.Add(time.Millisecond)).String(), id.String(), "the next millisecond's bound is above every id of this one")
+	when := time.Date(2026, 12, 3, 10, 11, 12, 345_000_000, time.UTC)
+	require.True(t, historyid.Time(historyid.Bound(when)).Equal(when))
 }

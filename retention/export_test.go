@@ -1,0 +1,4 @@
+package retention
+
+// PurgeBatch is purgeBatch for the tests.
+const PurgeBatch = purgeBatch
