@@ -9,9 +9,11 @@ import (
 	"time"
 
 	"github.com/google/uuid"
+	"github.com/riverqueue/river"
 	"github.com/stretchr/testify/require"
 
 	"github.com/heraldhq/herald/delivery"
+	"github.com/heraldhq/herald/erasure"
 	"github.com/heraldhq/herald/internal/sanitize"
 	"github.com/heraldhq/herald/internal/webhooktest"
 	"github.com/heraldhq/herald/signing"
@@ -287,7 +289,10 @@ func TestWorkerSkipsDeletedEndpoint(t *testing.T) {
 	endpoint := b.endpoint(t, ctx, r.URL)
 	message := b.message(t, ctx)
 	id := b.pendingDelivery(t, ctx, message, endpoint)
-	require.NoError(t, b.store.DeleteEndpoint(ctx, endpoint))
+	// Erased, with its history (package erasure), before its job runs.
+	e, err := erasure.StartEndpoint(ctx, b.pool, b.client, tenant, endpoint)
+	require.NoError(t, err)
+	require.NoError(t, erasure.NewWorker(b.pool, 0, nil).Work(ctx, &river.Job[erasure.Args]{Args: erasure.Args{ErasureID: e.ID}}))
 	job, err := b.client.Insert(ctx, delivery.Args{DeliveryID: id, EndpointID: endpoint}, nil)
 	require.NoError(t, err)
 
