@@ -232,7 +232,7 @@ func (s *Server) routes(registry *prometheus.Registry, portal, queueDashboard ht
 		r.Route("/tenants/{tenantID}", func(r chi.Router) {
 			// Outside tenantScope: a tenant being erased is not found
 			// there, and a repeated DELETE answers with its erasure.
-			r.With(operatorOnly).Delete("/", s.h(s.deleteTenant))
+			r.With(tenantVisible, operatorOnly).Delete("/", s.h(s.deleteTenant))
 			r.Group(s.tenantRoutes)
 		})
 	})
