@@ -203,9 +203,10 @@ func tenantVisible(next http.Handler) http.Handler {
 
 // tenantScope guards every route under /v1/tenants/{tenantID}: a caller
 // that may not see the tenant gets the same 404 as for a tenant that does
-// not exist, so keys learn nothing about other tenants. A caller scoped to
-// the tenant proves it exists: its key or session is deleted with the
-// tenant, and a cached key with it (auth.KeyCache).
+// not exist (or is being erased), so keys learn nothing about other
+// tenants. A caller scoped to the tenant proves it exists and is not being
+// erased: its key or session is deleted when the tenant's erasure starts,
+// and a cached key with it (auth.KeyCache).
 func (s *Server) tenantScope(next http.Handler) http.Handler {
 	return tenantVisible(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		tenantID := chi.URLParam(r, "tenantID")
