@@ -2,11 +2,13 @@ package erasure_test
 
 import (
 	"context"
+	"errors"
 	"testing"
 	"time"
 
 	"github.com/google/uuid"
 	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgconn"
 	"github.com/jackc/pgx/v5/pgxpool"
 	"github.com/riverqueue/river"
 	"github.com/riverqueue/river/riverdriver/riverpgxv5"
@@ -299,4 +301,57 @@ func TestEraseTenant(t *testing.T) {
 	require.Equal(t, done, completed, "a delete after the erasure returns it")
 	_, err = erasure.StartTenant(b.ctx, b.pool, b.jobs, "nobody")
 	require.ErrorIs(t, err, erasure.ErrNotFound)
+}
+
+// The retention's drops of whole partition sets go on while an erasure
+// deletes from them: each waits for the other's short transaction, neither
+// fails, and what a drop took needs no erasing.
+func TestEraseBesideRetentionDrops(t *testing.T) {
+	t.Parallel()
+	b := setup(t)
+	f := b.fill(t)
+	e, err := erasure.StartEndpoint(b.ctx, b.pool, b.jobs, f.tenant, f.endpoint)
+	require.NoError(t, err)
+
+	rows, err := b.pool.Query(b.ctx, `SELECT suffix FROM herald.history_partitions ORDER BY upper_at`)
+	require.NoError(t, err)
+	suffixes, err := pgx.CollectRows(rows, pgx.RowTo[string])
+	require.NoError(t, err)
+	erased := make(chan error, 1)
+	go func() {
+		for {
+			more, err := b.worker.Step(b.ctx, e.ID)
+			if err != nil || !more {
+				erased <- err
+				return
+			}
+		}
+	}()
+	dropped := 0
+	for _, suffix := range suffixes {
+		var outcome string
+		for try := 0; ; try++ {
+			// As package retention drops: a lock not granted in 500 ms is
+			// tried again at the next pass.
+			err := pgx.BeginFunc(b.ctx, b.pool, func(tx pgx.Tx) error {
+				if _, err := tx.Exec(b.ctx, `SET LOCAL lock_timeout = '500ms'`); err != nil {
+					return err
+				}
+				return tx.QueryRow(b.ctx, `SELECT herald.drop_history_partitions($1, now() + interval '30 days')`, suffix).Scan(&outcome)
+			})
+			var pgErr *pgconn.PgError
+			if errors.As(err, &pgErr) && pgErr.Code == "55P03" && try < 20 {
+				continue
+			}
+			require.NoError(t, err, "drop %s", suffix)
+			break
+		}
+		if outcome == "dropped" {
+			dropped++
+		}
+	}
+	require.NoError(t, <-erased)
+	require.Positive(t, dropped, "settled sets were dropped meanwhile")
+	require.Equal(t, erasure.StatusCompleted, b.get(t, e.ID).Status)
+	require.Zero(t, b.history(t, f.endpoint).total())
 }
