@@ -1,6 +1,7 @@
 package api
 
 import (
+	"errors"
 	"fmt"
 	"net/http"
 	"time"
@@ -9,6 +10,7 @@ import (
 	"github.com/google/uuid"
 	"github.com/jackc/pgx/v5"
 
+	"github.com/heraldhq/herald/erasure"
 	"github.com/heraldhq/herald/internal/page"
 	"github.com/heraldhq/herald/replay"
 	"github.com/heraldhq/herald/signing"
@@ -187,16 +189,21 @@ func (s *Server) updateEndpoint(w http.ResponseWriter, r *http.Request) error {
 	return writeJSON(w, http.StatusOK, endpointView(e))
 }
 
+// deleteEndpoint starts the endpoint's erasure and answers with it (see
+// writeErasure); a repeated DELETE answers with the same erasure.
 func (s *Server) deleteEndpoint(w http.ResponseWriter, r *http.Request) error {
-	id, err := s.endpointID(r)
+	id, err := uuidParam(r, "endpointID", "endpoint")
 	if err != nil {
 		return err
 	}
-	if err := s.store.DeleteEndpoint(r.Context(), id); err != nil {
+	e, err := erasure.StartEndpoint(r.Context(), s.pool, s.jobs, chi.URLParam(r, "tenantID"), id)
+	if errors.Is(err, erasure.ErrNotFound) {
+		return notFound("endpoint " + id.String())
+	}
+	if err != nil {
 		return err
 	}
-	w.WriteHeader(http.StatusNoContent)
-	return nil
+	return writeErasure(w, e)
 }
 
 func (s *Server) enableEndpoint(w http.ResponseWriter, r *http.Request) error {

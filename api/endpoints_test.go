@@ -61,7 +61,7 @@ func TestTenantRoutes(t *testing.T) {
 	require.Equal(t, "Acme Corp", got["name"])
 	require.Equal(t, "Acme Corp", b.do(t, b.acme, "GET", "/v1/tenants/acme", nil).JSON(t)["name"])
 	b.do(t, b.acme, "DELETE", "/v1/tenants/acme", nil).Problem(t, http.StatusForbidden)
-	require.Equal(t, http.StatusNoContent, b.do(t, b.operator, "DELETE", "/v1/tenants/initech", nil).Status)
+	require.Equal(t, http.StatusAccepted, b.do(t, b.operator, "DELETE", "/v1/tenants/initech", nil).Status)
 	b.do(t, b.operator, "GET", "/v1/tenants/initech", nil).Problem(t, http.StatusNotFound)
 }
 
@@ -107,7 +107,7 @@ func TestEndpointLifecycleOverHTTP(t *testing.T) {
 	require.Len(t, list.Data, 1)
 	require.NotContains(t, list.Data[0], "secret")
 
-	require.Equal(t, http.StatusNoContent, b.do(t, b.acme, "DELETE", path, nil).Status)
+	require.Equal(t, http.StatusAccepted, b.do(t, b.acme, "DELETE", path, nil).Status)
 	b.do(t, b.acme, "GET", path, nil).Problem(t, http.StatusNotFound)
 }
 

@@ -6,6 +6,7 @@ import (
 	"net/http"
 	"time"
 
+	"github.com/heraldhq/herald/erasure"
 	"github.com/heraldhq/herald/internal/auth"
 	"github.com/heraldhq/herald/internal/secretbox"
 	"github.com/heraldhq/herald/outbox"
@@ -33,6 +34,10 @@ func (s *Server) domainProblem(err error) *Problem {
 		return invalid(verr.Field, verr.Problem)
 	case errors.As(err, &verr):
 		return invalid(verr.Field, verr.Field+" "+verr.Problem)
+	case errors.Is(err, store.ErrBeingErased):
+		return conflict(err.Error() + "; its id is free again once the erasure completes (GET /v1/erasures/{erasureID}, the Location its DELETE answered with)")
+	case errors.Is(err, erasure.ErrNotFound):
+		return notFound("the tenant, endpoint or erasure")
 	case errors.Is(err, store.ErrAlreadyExists):
 		return conflict("it already exists: " + err.Error())
 	case errors.Is(err, store.ErrNotFound):

@@ -15,7 +15,7 @@ import (
 
 // acmeObjects are tenant acme's objects that globex's key must never reach.
 type acmeObjects struct {
-	endpoint, message, key, replay, check string
+	endpoint, message, key, replay, check, erasure string
 	// secrets are strings that appear only in acme's data.
 	secrets []string
 }
@@ -39,7 +39,9 @@ func (b *testBundle) seedAcme(t *testing.T) acmeObjects {
 		secrets: []string{"acme-private", secret, e.ID, m.ID, k.ID.String()},
 	}
 	acme.check = b.do(t, b.acme, "POST", "/v1/tenants/acme/endpoints/"+e.ID+"/receiver-checks", nil).JSON(t)["id"].(string)
-	acme.secrets = append(acme.secrets, acme.replay, acme.check)
+	gone := b.createEndpoint(t, b.acme, "acme", map[string]any{"url": "https://acme-private.example/gone"})
+	acme.erasure = b.do(t, b.acme, "DELETE", "/v1/tenants/acme/endpoints/"+gone.ID, nil).erasure(t, http.StatusAccepted).ID.String()
+	acme.secrets = append(acme.secrets, acme.replay, acme.check, acme.erasure, gone.ID)
 	return acme
 }
 
@@ -64,15 +66,16 @@ func TestTenantKeyNeverReachesAnotherTenantsObjects(t *testing.T) {
 			resp := b.do(t, b.globex, method, path, "{}")
 			underTenant := strings.HasPrefix(route, "/v1/tenants/{tenantID}")
 			namesObject := strings.Contains(route, "{endpointID}") || strings.Contains(route, "{messageID}") ||
-				strings.Contains(route, "{keyID}") || strings.Contains(route, "{replayID}") || strings.Contains(route, "{checkID}")
+				strings.Contains(route, "{keyID}") || strings.Contains(route, "{replayID}") || strings.Contains(route, "{checkID}") ||
+				strings.Contains(route, "{erasureID}")
 			switch {
 			case operatorRoute(method, route):
 				resp.Problem(t, http.StatusForbidden)
-			case underTenant && (tenant == "acme" || namesObject):
+			case (underTenant && tenant == "acme") || namesObject:
 				resp.Problem(t, http.StatusNotFound)
 			}
 			for _, s := range acme.secrets {
-				if resp.Status == http.StatusNotFound && (s == acme.endpoint || s == acme.message || s == acme.key || s == acme.replay || s == acme.check) {
+				if resp.Status == http.StatusNotFound && (s == acme.endpoint || s == acme.message || s == acme.key || s == acme.replay || s == acme.check || s == acme.erasure) {
 					continue // a 404 may repeat the id it was asked for
 				}
 				require.NotContains(t, string(resp.Body), s, "%s %s leaked acme's data", method, path)
@@ -115,6 +118,7 @@ func fill(t *testing.T, route, tenant string, acme acmeObjects) string {
 		"{keyID}":      acme.key,
 		"{replayID}":   acme.replay,
 		"{checkID}":    acme.check,
+		"{erasureID}":  acme.erasure,
 		"{eventType}":  "invoice.paid",
 	}
 	path := route

@@ -187,18 +187,29 @@ func apiKeyOnly(next http.Handler) http.Handler {
 	})
 }
 
-// tenantScope guards every route under /v1/tenants/{tenantID}: a caller
-// that may not see the tenant gets the same 404 as for a tenant that does
-// not exist, so keys learn nothing about other tenants. A caller scoped to
-// the tenant proves it exists: its key or session is deleted with the
-// tenant, and a cached key with it (auth.KeyCache).
-func (s *Server) tenantScope(next http.Handler) http.Handler {
+// tenantVisible answers 404 to a caller that may not see the tenant of
+// the route, as tenantScope does, without asking whether it exists: a key
+// of another tenant learns nothing about it.
+func tenantVisible(next http.Handler) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		tenantID := chi.URLParam(r, "tenantID")
 		if !validTenantID.MatchString(tenantID) || !principal(r).CanAccess(tenantID) {
 			writeProblem(w, r, notFound("tenant "+quote(tenantID)))
 			return
 		}
+		next.ServeHTTP(w, r)
+	})
+}
+
+// tenantScope guards every route under /v1/tenants/{tenantID}: a caller
+// that may not see the tenant gets the same 404 as for a tenant that does
+// not exist (or is being erased), so keys learn nothing about other
+// tenants. A caller scoped to the tenant proves it exists and is not being
+// erased: its key or session is deleted when the tenant's erasure starts,
+// and a cached key with it (auth.KeyCache).
+func (s *Server) tenantScope(next http.Handler) http.Handler {
+	return tenantVisible(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		tenantID := chi.URLParam(r, "tenantID")
 		if principal(r).TenantID == tenantID {
 			next.ServeHTTP(w, r)
 			return
@@ -213,7 +224,7 @@ func (s *Server) tenantScope(next http.Handler) http.Handler {
 			return
 		}
 		next.ServeHTTP(w, r)
-	})
+	}))
 }
 
 // metricsAuth guards /metrics with s.metricsToken when one is set. A wrong

@@ -1,7 +1,7 @@
 package api
 
 const (
-	tenantExists = `SELECT EXISTS (SELECT 1 FROM herald.tenants WHERE id = $1)`
+	tenantExists = `SELECT EXISTS (SELECT 1 FROM herald.tenants WHERE id = $1 AND deleted_at IS NULL)`
 
 	listEventTypes = `
 SELECT name, description, created_at, updated_at FROM herald.event_types
@@ -26,7 +26,7 @@ RETURNING name, description, created_at, updated_at`
 )
 
 const (
-	endpointOfTenant = `SELECT EXISTS (SELECT 1 FROM herald.endpoints WHERE id = $1 AND tenant_id = $2)`
+	endpointOfTenant = `SELECT EXISTS (SELECT 1 FROM herald.endpoints WHERE id = $1 AND tenant_id = $2 AND deleted_at IS NULL)`
 
 	// endpointAttemptSeries buckets attempts from $2 on, every $4 seconds.
 	endpointAttemptSeries = `

@@ -227,44 +227,54 @@ func (s *Server) routes(registry *prometheus.Registry, portal, queueDashboard ht
 		r.Get("/tenants", s.h(s.listTenants))
 		r.With(operatorOnly).Post("/tenants", s.h(s.createTenant))
 
+		r.Get("/erasures/{erasureID}", s.h(s.getErasure))
+
 		r.Route("/tenants/{tenantID}", func(r chi.Router) {
-			r.Use(s.tenantScope)
-			r.Get("/", s.h(s.getTenant))
-			r.With(operatorManaged).Patch("/", s.h(s.updateTenant))
-			r.With(operatorOnly).Delete("/", s.h(s.deleteTenant))
-
-			r.With(apiKeyOnly).Get("/api-keys", s.h(s.listTenantKeys))
-			r.With(apiKeyOnly).Post("/api-keys", s.h(s.createTenantKey))
-			r.With(apiKeyOnly).Delete("/api-keys/{keyID}", s.h(s.revokeTenantKey))
-			r.With(apiKeyOnly).Post("/portal-links", s.h(s.createPortalLink))
-
-			r.With(apiKeyOnly, s.rateLimited(limits.Publish)).Post("/messages", s.h(s.publish))
-			r.With(apiKeyOnly, s.rateLimited(limits.Publish)).Post("/messages/batch", s.h(s.publishBatch))
-			r.Get("/messages", s.h(s.listMessages))
-			r.Get("/messages/{messageID}", s.h(s.getMessage))
-			r.Get("/messages/{messageID}/attempts", s.h(s.listMessageAttempts))
-			r.With(s.rateLimited(limits.Resend)).Post("/messages/{messageID}/endpoints/{endpointID}/resend", s.h(s.resend))
-
-			r.Get("/endpoints", s.h(s.listEndpoints))
-			r.Post("/endpoints", s.h(s.createEndpoint))
-			r.Get("/endpoints/{endpointID}", s.h(s.getEndpoint))
-			r.Patch("/endpoints/{endpointID}", s.h(s.updateEndpoint))
-			r.Delete("/endpoints/{endpointID}", s.h(s.deleteEndpoint))
-			r.Post("/endpoints/{endpointID}/enable", s.h(s.enableEndpoint))
-			r.Post("/endpoints/{endpointID}/disable", s.h(s.disableEndpoint))
-			r.Get("/endpoints/{endpointID}/secret", s.h(s.revealSecret))
-			r.Post("/endpoints/{endpointID}/secret/rotate", s.h(s.rotateSecret))
-			r.Get("/endpoints/{endpointID}/attempts", s.h(s.listEndpointAttempts))
-			r.Get("/endpoints/{endpointID}/stats", s.h(s.endpointStats))
-			r.With(s.rateLimited(limits.TestEvent)).Post("/endpoints/{endpointID}/test", s.h(s.sendTestEvent))
-			r.With(s.rateLimited(limits.TestEvent)).Post("/endpoints/{endpointID}/receiver-checks", s.h(s.createReceiverCheck))
-			r.Get("/endpoints/{endpointID}/receiver-checks/{checkID}", s.h(s.getReceiverCheck))
-			r.With(s.rateLimited(limits.Replay)).Post("/endpoints/{endpointID}/replays", s.h(s.createReplay))
-			r.Get("/endpoints/{endpointID}/replays", s.h(s.listReplays))
-			r.Get("/endpoints/{endpointID}/replays/{replayID}", s.h(s.getReplay))
+			// Outside tenantScope: a tenant being erased is not found
+			// there, and a repeated DELETE answers with its erasure.
+			r.With(tenantVisible, operatorOnly).Delete("/", s.h(s.deleteTenant))
+			r.Group(s.tenantRoutes)
 		})
 	})
 	return r
+}
+
+// tenantRoutes are the routes under /v1/tenants/{tenantID} but its DELETE,
+// behind tenantScope.
+func (s *Server) tenantRoutes(r chi.Router) {
+	r.Use(s.tenantScope)
+	r.Get("/", s.h(s.getTenant))
+	r.With(operatorManaged).Patch("/", s.h(s.updateTenant))
+
+	r.With(apiKeyOnly).Get("/api-keys", s.h(s.listTenantKeys))
+	r.With(apiKeyOnly).Post("/api-keys", s.h(s.createTenantKey))
+	r.With(apiKeyOnly).Delete("/api-keys/{keyID}", s.h(s.revokeTenantKey))
+	r.With(apiKeyOnly).Post("/portal-links", s.h(s.createPortalLink))
+
+	r.With(apiKeyOnly, s.rateLimited(limits.Publish)).Post("/messages", s.h(s.publish))
+	r.With(apiKeyOnly, s.rateLimited(limits.Publish)).Post("/messages/batch", s.h(s.publishBatch))
+	r.Get("/messages", s.h(s.listMessages))
+	r.Get("/messages/{messageID}", s.h(s.getMessage))
+	r.Get("/messages/{messageID}/attempts", s.h(s.listMessageAttempts))
+	r.With(s.rateLimited(limits.Resend)).Post("/messages/{messageID}/endpoints/{endpointID}/resend", s.h(s.resend))
+
+	r.Get("/endpoints", s.h(s.listEndpoints))
+	r.Post("/endpoints", s.h(s.createEndpoint))
+	r.Get("/endpoints/{endpointID}", s.h(s.getEndpoint))
+	r.Patch("/endpoints/{endpointID}", s.h(s.updateEndpoint))
+	r.Delete("/endpoints/{endpointID}", s.h(s.deleteEndpoint))
+	r.Post("/endpoints/{endpointID}/enable", s.h(s.enableEndpoint))
+	r.Post("/endpoints/{endpointID}/disable", s.h(s.disableEndpoint))
+	r.Get("/endpoints/{endpointID}/secret", s.h(s.revealSecret))
+	r.Post("/endpoints/{endpointID}/secret/rotate", s.h(s.rotateSecret))
+	r.Get("/endpoints/{endpointID}/attempts", s.h(s.listEndpointAttempts))
+	r.Get("/endpoints/{endpointID}/stats", s.h(s.endpointStats))
+	r.With(s.rateLimited(limits.TestEvent)).Post("/endpoints/{endpointID}/test", s.h(s.sendTestEvent))
+	r.With(s.rateLimited(limits.TestEvent)).Post("/endpoints/{endpointID}/receiver-checks", s.h(s.createReceiverCheck))
+	r.Get("/endpoints/{endpointID}/receiver-checks/{checkID}", s.h(s.getReceiverCheck))
+	r.With(s.rateLimited(limits.Replay)).Post("/endpoints/{endpointID}/replays", s.h(s.createReplay))
+	r.Get("/endpoints/{endpointID}/replays", s.h(s.listReplays))
+	r.Get("/endpoints/{endpointID}/replays/{replayID}", s.h(s.getReplay))
 }
 
 // handlerFunc is a handler that reports failure by returning an error;

@@ -11,6 +11,7 @@ import (
 
 	"github.com/go-chi/chi/v5"
 
+	"github.com/heraldhq/herald/erasure"
 	"github.com/heraldhq/herald/internal/page"
 	"github.com/heraldhq/herald/limits"
 	"github.com/heraldhq/herald/retention"
@@ -280,13 +281,22 @@ func (s *Server) updateTenant(w http.ResponseWriter, r *http.Request) error {
 	return writeJSON(w, http.StatusOK, s.tenantView(t, kept))
 }
 
+// deleteTenant starts the tenant's erasure and answers with it (see
+// writeErasure); a repeated DELETE answers with the same erasure, and
+// after it completed with the latest erasure of a tenant of that id.
 func (s *Server) deleteTenant(w http.ResponseWriter, r *http.Request) error {
-	err := s.store.DeleteTenant(r.Context(), chi.URLParam(r, "tenantID"))
-	// The tenant's keys went with it.
+	tenantID := chi.URLParam(r, "tenantID")
+	if !validTenantID.MatchString(tenantID) {
+		return notFound("tenant " + quote(tenantID))
+	}
+	e, err := erasure.StartTenant(r.Context(), s.pool, s.jobs, tenantID)
+	// The tenant's keys are deleted when its erasure starts.
 	s.keys.Forget()
+	if errors.Is(err, erasure.ErrNotFound) {
+		return notFound("tenant " + quote(tenantID))
+	}
 	if err != nil {
 		return err
 	}
-	w.WriteHeader(http.StatusNoContent)
-	return nil
+	return writeErasure(w, e)
 }

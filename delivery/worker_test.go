@@ -9,11 +9,15 @@ import (
 	"time"
 
 	"github.com/google/uuid"
+	"github.com/riverqueue/river"
+	"github.com/riverqueue/river/riverdriver/riverpgxv5"
 	"github.com/stretchr/testify/require"
 
 	"github.com/heraldhq/herald/delivery"
+	"github.com/heraldhq/herald/erasure"
 	"github.com/heraldhq/herald/internal/sanitize"
 	"github.com/heraldhq/herald/internal/webhooktest"
+	"github.com/heraldhq/herald/migrations"
 	"github.com/heraldhq/herald/signing"
 	"github.com/heraldhq/herald/store"
 )
@@ -287,7 +291,12 @@ func TestWorkerSkipsDeletedEndpoint(t *testing.T) {
 	endpoint := b.endpoint(t, ctx, r.URL)
 	message := b.message(t, ctx)
 	id := b.pendingDelivery(t, ctx, message, endpoint)
-	require.NoError(t, b.store.DeleteEndpoint(ctx, endpoint))
+	// Erased, with its history (package erasure), before its job runs.
+	jobs, err := river.NewClient(riverpgxv5.New(b.pool), &river.Config{Schema: migrations.Schema})
+	require.NoError(t, err)
+	e, err := erasure.StartEndpoint(ctx, b.pool, jobs, tenant, endpoint)
+	require.NoError(t, err)
+	require.NoError(t, erasure.NewWorker(b.pool, 0, nil).Work(ctx, &river.Job[erasure.Args]{Args: erasure.Args{ErasureID: e.ID}}))
 	job, err := b.client.Insert(ctx, delivery.Args{DeliveryID: id, EndpointID: endpoint}, nil)
 	require.NoError(t, err)
 

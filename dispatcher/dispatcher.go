@@ -27,6 +27,7 @@ import (
 	"go.opentelemetry.io/otel/trace"
 
 	"github.com/heraldhq/herald/delivery"
+	"github.com/heraldhq/herald/erasure"
 	"github.com/heraldhq/herald/internal/jobtrace"
 	"github.com/heraldhq/herald/migrations"
 	"github.com/heraldhq/herald/receivercheck"
@@ -245,6 +246,10 @@ func New(cfg Config) (*Dispatcher, error) {
 	// Replays (package replay) run on the delivery queue, so every
 	// dispatcher works them.
 	if err := river.AddWorkerSafely(workers, replay.NewWorker(cfg.Pool, 0, logger)); err != nil {
+		return nil, fmt.Errorf("dispatcher: %w", err)
+	}
+	// Erasures of endpoints and tenants too (package erasure).
+	if err := river.AddWorkerSafely(workers, erasure.NewWorker(cfg.Pool, 0, logger)); err != nil {
 		return nil, fmt.Errorf("dispatcher: %w", err)
 	}
 	// Receiver checks too, sent through the delivery worker's signing and

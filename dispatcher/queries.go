@@ -19,7 +19,8 @@ const (
 	// claimMessages takes up to $1 undispatched messages that no other
 	// dispatcher holds, marks them dispatched (effective when the
 	// transaction commits) and returns each with every endpoint of its
-	// tenant subscribed to its type, enabled or not; a message without any
+	// tenant subscribed to its type, enabled or not (but not one being
+	// erased: package erasure); a message without any
 	// comes back once with a NULL endpoint, and whether the endpoint is
 	// ordered (ordering "object"). Each row carries its message's
 	// traceparent, for the fan-out's span in the producer's trace. Rows come message by message,
@@ -41,6 +42,7 @@ SELECT c.id, c.tenant_id, c.traceparent, e.id, coalesce(e.enabled, false), coale
 FROM claimed c
 LEFT JOIN herald.endpoints e
     ON e.tenant_id = c.tenant_id
+   AND e.deleted_at IS NULL
    AND (cardinality(e.event_types) = 0 OR c.event_type = ANY (e.event_types))
 ORDER BY c.created_at, c.id, e.id`
 

@@ -11,6 +11,7 @@ import (
 	"github.com/google/uuid"
 	"github.com/jackc/pgx/v5"
 
+	"github.com/heraldhq/herald/erasure"
 	"github.com/heraldhq/herald/replay"
 	"github.com/heraldhq/herald/store"
 )
@@ -246,7 +247,9 @@ func (p *Portal) deleteEndpoint(w http.ResponseWriter, r *http.Request, s *sessi
 	if err != nil {
 		return err
 	}
-	if err := p.store.DeleteEndpoint(r.Context(), e.ID); err != nil && !errors.Is(err, store.ErrNotFound) {
+	// The endpoint disappears at once; its history is erased in the
+	// background (package erasure).
+	if _, err := erasure.StartEndpoint(r.Context(), p.pool, p.jobs, s.TenantID, e.ID); err != nil && !errors.Is(err, erasure.ErrNotFound) {
 		return err
 	}
 	redirectDone(w, r, Path+"/endpoints", "deleted")

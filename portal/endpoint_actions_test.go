@@ -84,6 +84,14 @@ func TestEndpointLifecycleThroughForms(t *testing.T) {
 	require.Equal(t, http.StatusSeeOther, resp.StatusCode, resp.body)
 	require.Equal(t, "/portal/endpoints?done=deleted", resp.Header.Get("Location"))
 	require.Equal(t, http.StatusNotFound, br.get("/portal/endpoints/"+id.String()).StatusCode)
+	resp = br.get("/portal/endpoints?done=deleted")
+	require.Contains(t, resp.body, "being erased in the background")
+	require.NotContains(t, resp.body, id.String(), "a deleted endpoint leaves the list at once")
+	var queued bool
+	require.NoError(t, b.pool.QueryRow(ctx, `SELECT EXISTS (SELECT FROM herald.erasures x JOIN herald.river_job j
+    ON j.kind = 'herald.erasure' AND (j.args->>'erasure_id')::uuid = x.id
+  WHERE x.endpoint_id = $1 AND x.status = 'running')`, id).Scan(&queued))
+	require.True(t, queued, "its erasure is queued")
 
 	_, err = b.store.GetEndpoint(ctx, f.endpoint)
 	require.NoError(t, err, "the other endpoint is untouched")

@@ -21,13 +21,13 @@ CROSS JOIN LATERAL (
            count(*) FILTER (WHERE a.outcome <> 'succeeded') AS failed
     FROM herald.attempts a
     WHERE a.endpoint_id = e.id AND a.started_at > now() - interval '24 hours') c
-WHERE e.tenant_id = $1
+WHERE e.tenant_id = $1 AND e.deleted_at IS NULL
 ORDER BY e.created_at, e.id`
 
 	selectEndpoint = `
 SELECT ` + endpointColumns + `, 0, 0
 FROM herald.endpoints e
-WHERE e.id = $1 AND e.tenant_id = $2`
+WHERE e.id = $1 AND e.tenant_id = $2 AND e.deleted_at IS NULL`
 
 	// heldBack lists up to $3 heads of the ordered endpoint $1's lines
 	// that have failed since they became the head (their objects' later

@@ -140,7 +140,7 @@ var flashes = map[string]string{
 	"updated":  "Endpoint saved.",
 	"enabled":  "Endpoint enabled. Replay to send what it missed while disabled.",
 	"disabled": "Endpoint disabled. Nothing is sent to it until you enable it again.",
-	"deleted":  "Endpoint deleted.",
+	"deleted":  "Endpoint deleted. Its delivery history is being erased in the background.",
 	"rotated":  "Secret rotated. The new secret is below; the old one stays valid for the grace period you chose.",
 	"tested":   "Test event queued. It appears in the recent deliveries below within a few seconds.",
 	"resent":   "Resend queued. It goes out now, with a fresh retry window; the new attempt appears below within a few seconds.",

@@ -19,6 +19,10 @@
 // Endpoint ids are global: a caller acting for one tenant (the API, the
 // portal) checks Endpoint.TenantID before acting on an endpoint by id.
 //
+// Deleting is not the store's: package erasure marks a tenant or endpoint
+// deleted at once and erases its history in the background. A tenant or
+// endpoint so marked is not found by any method of the store.
+//
 // Errors are a *ValidationError for bad input (naming the field) or wrap
 // ErrNotFound or ErrAlreadyExists, so callers branch with errors.As and
 // errors.Is.

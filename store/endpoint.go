@@ -279,28 +279,6 @@ func (s *Store) updateEndpoint(ctx context.Context, db dbtx, id uuid.UUID, u End
 	return e, nil
 }
 
-// DeleteEndpoint deletes an endpoint with its secrets and delivery history.
-// Its queued deliveries are not sent.
-func (s *Store) DeleteEndpoint(ctx context.Context, id uuid.UUID) error {
-	return s.deleteEndpoint(ctx, s.pool, id)
-}
-
-// DeleteEndpointTx is DeleteEndpoint in the caller's transaction.
-func (s *Store) DeleteEndpointTx(ctx context.Context, tx pgx.Tx, id uuid.UUID) error {
-	return s.deleteEndpoint(ctx, tx, id)
-}
-
-func (s *Store) deleteEndpoint(ctx context.Context, db dbtx, id uuid.UUID) error {
-	tag, err := db.Exec(ctx, deleteEndpoint, id)
-	if err != nil {
-		return fmt.Errorf("delete endpoint %s: %w", id, err)
-	}
-	if tag.RowsAffected() == 0 {
-		return fmt.Errorf("delete endpoint %s: %w", id, ErrNotFound)
-	}
-	return nil
-}
-
 // DisableEndpoint stops deliveries to an endpoint, recording why and when
 // (the store's clock). reason is required, at most 1024 characters.
 // Disabling a disabled endpoint changes nothing and keeps the first reason.

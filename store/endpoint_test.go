@@ -222,23 +222,33 @@ func TestDisableAndEnableEndpoint(t *testing.T) {
 	require.ErrorIs(t, err, store.ErrNotFound)
 }
 
-func TestDeleteEndpoint(t *testing.T) {
+// An endpoint being erased (package erasure) is gone for the store at
+// once, though its row stays until its history is erased.
+func TestDeletedEndpointIsNotFound(t *testing.T) {
 	t.Parallel()
 	b, ctx, e := setupEndpoint(t)
+	kept := b.endpoint(t, ctx, "acme")
 
-	tx, err := b.pool.Begin(ctx)
-	require.NoError(t, err)
-	require.NoError(t, b.store.DeleteEndpointTx(ctx, tx, e.ID))
-	require.NoError(t, tx.Rollback(ctx))
-	_, err = b.store.GetEndpoint(ctx, e.ID)
-	require.NoError(t, err, "a rolled-back delete deletes nothing")
-
-	require.NoError(t, b.store.DeleteEndpoint(ctx, e.ID))
-	_, err = b.store.GetEndpoint(ctx, e.ID)
+	b.eraseEndpoint(t, ctx, "acme", e.ID)
+	_, err := b.store.GetEndpoint(ctx, e.ID)
 	require.ErrorIs(t, err, store.ErrNotFound)
-	_, err = b.store.ActiveSecrets(ctx, e.ID, t0)
-	require.ErrorIs(t, err, store.ErrNotFound, "its secrets are gone too")
-	require.ErrorIs(t, b.store.DeleteEndpoint(ctx, e.ID), store.ErrNotFound)
+	desc := "changed"
+	_, err = b.store.UpdateEndpoint(ctx, e.ID, store.EndpointUpdate{Description: &desc})
+	require.ErrorIs(t, err, store.ErrNotFound)
+	_, err = b.store.EnableEndpoint(ctx, e.ID)
+	require.ErrorIs(t, err, store.ErrNotFound, "a deleted endpoint cannot be enabled again")
+	_, err = b.store.DisableEndpoint(ctx, e.ID, "again")
+	require.ErrorIs(t, err, store.ErrNotFound)
+	_, err = b.store.RotateSecret(ctx, e.ID, 0)
+	require.ErrorIs(t, err, store.ErrNotFound)
+
+	list, err := b.store.ListEndpoints(ctx, "acme", store.ListParams[uuid.UUID]{})
+	require.NoError(t, err)
+	require.Len(t, list.Items, 1, "the deleted endpoint is not listed")
+	require.Equal(t, kept.ID, list.Items[0].ID)
+	tenant, err := b.store.GetTenant(ctx, "acme")
+	require.NoError(t, err)
+	require.Equal(t, 1, tenant.EndpointCount, "a deleted endpoint no longer counts towards the cap")
 }
 
 func TestListEndpoints(t *testing.T) {

@@ -13,6 +13,11 @@ var ErrNotFound = errors.New("not found")
 // taken.
 var ErrAlreadyExists = errors.New("already exists")
 
+// ErrBeingErased is wrapped by errors about creating a tenant whose id
+// belongs to a tenant being erased (package erasure): the id is free again
+// once the erasure completes.
+var ErrBeingErased = errors.New("a tenant with this id is being erased")
+
 // ErrEndpointLimit is wrapped by the *EndpointLimitError of an endpoint
 // that CreateEndpoint refused because its tenant is at its cap.
 var ErrEndpointLimit = errors.New("the tenant has as many endpoints as its cap allows")

@@ -8,10 +8,16 @@ const (
 ON CONFLICT (id) DO NOTHING
 RETURNING ` + tenantColumns
 
-	selectTenant = `SELECT ` + tenantColumns + ` FROM herald.tenants WHERE id = $1`
+	// tenantDeleted tells a taken id's tenant being erased (package
+	// erasure) from a live one.
+	tenantDeleted = `SELECT deleted_at IS NOT NULL FROM herald.tenants WHERE id = $1`
+
+	// A tenant or endpoint being erased (deleted_at set, package erasure)
+	// is not found by any query of the store.
+	selectTenant = `SELECT ` + tenantColumns + ` FROM herald.tenants WHERE id = $1 AND deleted_at IS NULL`
 
 	listTenants = `SELECT ` + tenantColumns + ` FROM herald.tenants
-WHERE id > $1 ORDER BY id LIMIT $2`
+WHERE id > $1 AND deleted_at IS NULL ORDER BY id LIMIT $2`
 
 	// updateTenant sets the name unless $2 is NULL; the own endpoint cap
 	// to $3 unless it is NULL, or back to the default when it is negative;
@@ -24,12 +30,10 @@ WHERE id > $1 ORDER BY id LIMIT $2`
     rate_limits = (rate_limits - $4::text[]) || $5::jsonb,
     retention = CASE WHEN $6::interval IS NULL THEN retention WHEN $6 <= interval '0' THEN NULL ELSE $6 END,
     updated_at = now()
-WHERE id = $1
+WHERE id = $1 AND deleted_at IS NULL
 RETURNING ` + tenantColumns
 
-	deleteTenant = `DELETE FROM herald.tenants WHERE id = $1`
-
-	tenantExists = `SELECT EXISTS (SELECT 1 FROM herald.tenants WHERE id = $1)`
+	tenantExists = `SELECT EXISTS (SELECT 1 FROM herald.tenants WHERE id = $1 AND deleted_at IS NULL)`
 )
 
 // Endpoints. NULLs come back as zero values where Endpoint has no pointer.
@@ -48,7 +52,7 @@ coalesce(disabled_reason, ''), disabled_at, failing_since, last_success_at, crea
 	// transaction fails with a serialization error instead).
 	insertEndpoint = `WITH tenant AS (
     SELECT id FROM herald.tenants
-    WHERE id = $2 AND (coalesce(max_endpoints, $10::integer) IS NULL OR endpoint_count < coalesce(max_endpoints, $10::integer))
+    WHERE id = $2 AND deleted_at IS NULL AND (coalesce(max_endpoints, $10::integer) IS NULL OR endpoint_count < coalesce(max_endpoints, $10::integer))
     FOR NO KEY UPDATE
 ), endpoint AS (
     INSERT INTO herald.endpoints (id, tenant_id, url, description, event_types, rate_limit, ordering)
@@ -65,12 +69,12 @@ SELECT ` + endpointColumns + ` FROM endpoint`
 	// its own (-1: none, which a refusal cannot have). No row: the tenant
 	// does not exist.
 	selectEndpointCap = `SELECT endpoint_count, coalesce(max_endpoints, $2::integer, -1), max_endpoints IS NOT NULL
-FROM herald.tenants WHERE id = $1`
+FROM herald.tenants WHERE id = $1 AND deleted_at IS NULL`
 
-	selectEndpoint = `SELECT ` + endpointColumns + ` FROM herald.endpoints WHERE id = $1`
+	selectEndpoint = `SELECT ` + endpointColumns + ` FROM herald.endpoints WHERE id = $1 AND deleted_at IS NULL`
 
 	listEndpoints = `SELECT ` + endpointColumns + ` FROM herald.endpoints
-WHERE tenant_id = $1 AND id > $2 ORDER BY id LIMIT $3`
+WHERE tenant_id = $1 AND id > $2 AND deleted_at IS NULL ORDER BY id LIMIT $3`
 
 	// updateEndpoint changes the fields whose parameter is not NULL; a
 	// rate limit of 0 removes the limit.
@@ -80,10 +84,8 @@ WHERE tenant_id = $1 AND id > $2 ORDER BY id LIMIT $3`
     event_types = coalesce($4, event_types),
     rate_limit = CASE WHEN $5::double precision IS NULL THEN rate_limit ELSE nullif($5, 0) END,
     updated_at = now()
-WHERE id = $1
+WHERE id = $1 AND deleted_at IS NULL
 RETURNING ` + endpointColumns
-
-	deleteEndpoint = `DELETE FROM herald.endpoints WHERE id = $1`
 
 	// disableEndpoint keeps the first reason and time when the endpoint is
 	// already disabled.
@@ -92,7 +94,7 @@ RETURNING ` + endpointColumns
     disabled_at = CASE WHEN enabled THEN $3 ELSE disabled_at END,
     enabled = false,
     updated_at = CASE WHEN enabled THEN now() ELSE updated_at END
-WHERE id = $1
+WHERE id = $1 AND deleted_at IS NULL
 RETURNING ` + endpointColumns
 
 	// enableEndpoint also clears the failing spell, so the health clock and
@@ -100,7 +102,7 @@ RETURNING ` + endpointColumns
 	enableEndpoint = `UPDATE herald.endpoints SET
     enabled = true, disabled_reason = NULL, disabled_at = NULL,
     failing_since = NULL, failing_notified_at = NULL, updated_at = now()
-WHERE id = $1
+WHERE id = $1 AND deleted_at IS NULL
 RETURNING ` + endpointColumns
 )
 
@@ -124,7 +126,7 @@ ORDER BY created_at DESC, id DESC LIMIT 1`
 	// reads the algorithm the new secret keeps.
 	lockEndpointForRotation = `SELECT s.algorithm FROM herald.endpoints e
 JOIN herald.endpoint_secrets s ON s.endpoint_id = e.id
-WHERE e.id = $1
+WHERE e.id = $1 AND e.deleted_at IS NULL
 ORDER BY s.expires_at IS NULL DESC, s.created_at DESC, s.id DESC
 LIMIT 1
 FOR UPDATE OF e`

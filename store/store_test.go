@@ -5,13 +5,19 @@ import (
 	"testing"
 	"time"
 
+	"github.com/google/uuid"
+	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgxpool"
+	"github.com/riverqueue/river"
+	"github.com/riverqueue/river/riverdriver/riverpgxv5"
 	"github.com/stretchr/testify/require"
 
+	"github.com/heraldhq/herald/erasure"
 	"github.com/heraldhq/herald/internal/pgtest"
 	"github.com/heraldhq/herald/internal/secretbox"
 	"github.com/heraldhq/herald/internal/ssrf"
 	"github.com/heraldhq/herald/internal/testfactory"
+	"github.com/heraldhq/herald/migrations"
 	"github.com/heraldhq/herald/store"
 )
 
@@ -76,4 +82,27 @@ func TestNewNeedsPoolAndBox(t *testing.T) {
 	require.ErrorContains(t, err, "pool is nil")
 	_, err = store.New(pool, store.Config{})
 	require.ErrorContains(t, err, secretbox.EnvKey)
+}
+
+// jobs is an insert-only River client, for starting erasures.
+func (b *testBundle) jobs(t *testing.T) *river.Client[pgx.Tx] {
+	t.Helper()
+	jobs, err := river.NewClient(riverpgxv5.New(b.pool), &river.Config{Schema: migrations.Schema})
+	require.NoError(t, err)
+	return jobs
+}
+
+// eraseEndpoint starts the erasure of an endpoint (package erasure), which
+// marks it deleted at once.
+func (b *testBundle) eraseEndpoint(t *testing.T, ctx context.Context, tenantID string, id uuid.UUID) {
+	t.Helper()
+	_, err := erasure.StartEndpoint(ctx, b.pool, b.jobs(t), tenantID, id)
+	require.NoError(t, err)
+}
+
+// eraseTenant starts the erasure of a tenant.
+func (b *testBundle) eraseTenant(t *testing.T, ctx context.Context, id string) {
+	t.Helper()
+	_, err := erasure.StartTenant(ctx, b.pool, b.jobs(t), id)
+	require.NoError(t, err)
 }

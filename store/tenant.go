@@ -92,7 +92,8 @@ func (s *Store) MaxEndpoints(t Tenant) (int, bool) {
 }
 
 // CreateTenant creates a tenant. An id already in use is an error wrapping
-// ErrAlreadyExists.
+// ErrAlreadyExists, or ErrBeingErased while the tenant that had it is being
+// erased.
 func (s *Store) CreateTenant(ctx context.Context, t NewTenant) (Tenant, error) {
 	return s.createTenant(ctx, s.pool, t)
 }
@@ -112,6 +113,10 @@ func (s *Store) createTenant(ctx context.Context, db dbtx, t NewTenant) (Tenant,
 	}
 	created, err := scanTenant(db.QueryRow(ctx, insertTenant, t.ID, t.Name))
 	if errors.Is(err, pgx.ErrNoRows) {
+		var deleted bool
+		if err := db.QueryRow(ctx, tenantDeleted, t.ID).Scan(&deleted); err == nil && deleted {
+			return Tenant{}, fmt.Errorf("create tenant %q: %w", t.ID, ErrBeingErased)
+		}
 		return Tenant{}, fmt.Errorf("create tenant %q: %w", t.ID, ErrAlreadyExists)
 	}
 	if err != nil {
@@ -204,29 +209,4 @@ func (s *Store) updateTenant(ctx context.Context, db dbtx, id string, u TenantUp
 		return Tenant{}, fmt.Errorf("update tenant %q: %w", id, err)
 	}
 	return t, nil
-}
-
-// DeleteTenant deletes a tenant with its endpoints, secrets, messages and
-// delivery history.
-func (s *Store) DeleteTenant(ctx context.Context, id string) error {
-	return s.deleteTenant(ctx, s.pool, id)
-}
-
-// DeleteTenantTx is DeleteTenant in the caller's transaction.
-func (s *Store) DeleteTenantTx(ctx context.Context, tx pgx.Tx, id string) error {
-	return s.deleteTenant(ctx, tx, id)
-}
-
-func (s *Store) deleteTenant(ctx context.Context, db dbtx, id string) error {
-	if !validTenantID(id) {
-		return fmt.Errorf("delete tenant %q: %w", id, ErrNotFound)
-	}
-	tag, err := db.Exec(ctx, deleteTenant, id)
-	if err != nil {
-		return fmt.Errorf("delete tenant %q: %w", id, err)
-	}
-	if tag.RowsAffected() == 0 {
-		return fmt.Errorf("delete tenant %q: %w", id, ErrNotFound)
-	}
-	return nil
 }

@@ -67,8 +67,8 @@ func TestCreateEndpointCap(t *testing.T) {
 
 	list, err := s.ListEndpoints(ctx, "acme", store.ListParams[uuid.UUID]{})
 	require.NoError(t, err)
-	require.NoError(t, s.DeleteEndpoint(ctx, list.Items[0].ID))
-	require.NoError(t, s.DeleteEndpoint(ctx, list.Items[1].ID))
+	b.eraseEndpoint(t, ctx, "acme", list.Items[0].ID)
+	b.eraseEndpoint(t, ctx, "acme", list.Items[1].ID)
 	require.NoError(t, create(ctx, s, "acme"), "deleting made room")
 
 	unlimited := b.withCap(t, -1)

@@ -4,6 +4,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/google/uuid"
 	"github.com/stretchr/testify/require"
 
 	"github.com/heraldhq/herald/store"
@@ -32,12 +33,22 @@ func TestTenantLifecycle(t *testing.T) {
 	require.Equal(t, "Acme Inc.", unchanged.Name, "a nil field is left as it is")
 
 	e := b.endpoint(t, ctx, "cus_123")
-	require.NoError(t, b.store.DeleteTenant(ctx, "cus_123"))
+	b.eraseTenant(t, ctx, "cus_123")
 	_, err = b.store.GetTenant(ctx, "cus_123")
+	require.ErrorIs(t, err, store.ErrNotFound, "a tenant being erased is gone for the store")
+	_, err = b.store.UpdateTenant(ctx, "cus_123", store.TenantUpdate{Name: &name})
 	require.ErrorIs(t, err, store.ErrNotFound)
+	list, err := b.store.ListTenants(ctx, store.ListParams[string]{})
+	require.NoError(t, err)
+	require.Empty(t, list.Items)
 	_, err = b.store.GetEndpoint(ctx, e.ID)
-	require.ErrorIs(t, err, store.ErrNotFound, "deleting a tenant deletes its endpoints")
-	require.ErrorIs(t, b.store.DeleteTenant(ctx, "cus_123"), store.ErrNotFound)
+	require.ErrorIs(t, err, store.ErrNotFound, "and so are its endpoints")
+	_, err = b.store.ListEndpoints(ctx, "cus_123", store.ListParams[uuid.UUID]{})
+	require.ErrorIs(t, err, store.ErrNotFound)
+	_, err = b.store.CreateEndpoint(ctx, store.NewEndpoint{TenantID: "cus_123", URL: "https://example.com/webhooks"})
+	require.ErrorIs(t, err, store.ErrNotFound, "it takes no new endpoints")
+	_, err = b.store.CreateTenant(ctx, store.NewTenant{ID: "cus_123"})
+	require.ErrorIs(t, err, store.ErrBeingErased, "its id is not free until the erasure completes")
 }
 
 func TestCreateTenantRejects(t *testing.T) {
@@ -97,7 +108,6 @@ func TestTenantNotFound(t *testing.T) {
 		require.ErrorIs(t, err, store.ErrNotFound, "get %q", id)
 		_, err = b.store.UpdateTenant(ctx, id, store.TenantUpdate{})
 		require.ErrorIs(t, err, store.ErrNotFound, "update %q", id)
-		require.ErrorIs(t, b.store.DeleteTenant(ctx, id), store.ErrNotFound, "delete %q", id)
 	}
 }
 
