@@ -7,10 +7,12 @@ import (
 
 	"github.com/google/uuid"
 	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgxpool"
 	"github.com/riverqueue/river"
 
 	"github.com/heraldhq/herald/delivery"
 	"github.com/heraldhq/herald/internal/deliverystatus"
+	"github.com/heraldhq/herald/internal/enabling"
 	"github.com/heraldhq/herald/internal/historyid"
 	"github.com/heraldhq/herald/internal/unnest"
 )
@@ -57,9 +59,9 @@ func (d *Dispatcher) fanOut(ctx context.Context) (claimed int, more bool, err er
 	start := time.Now()
 	ctx, cancel := context.WithTimeout(ctx, d.fanOutTimeout)
 	defer cancel()
-	tx, err := d.pool.Begin(ctx)
+	tx, err := beginFanOut(ctx, d.pool)
 	if err != nil {
-		return 0, false, fmt.Errorf("begin fan-out: %w", err)
+		return 0, false, err
 	}
 	defer func() {
 		// Its own deadline: the rollback must run after the fan-out's ran out.
@@ -119,6 +121,21 @@ func (d *Dispatcher) fanOut(ctx context.Context) (claimed int, more bool, err er
 	}
 	d.traceFanOut(start, claimed, created, traced)
 	return claimed, more, nil
+}
+
+// beginFanOut begins a fan-out transaction and takes the enabling
+// barrier (package enabling) before it reads any endpoint, so that an
+// endpoint enabled meanwhile waits for its skipped deliveries.
+func beginFanOut(ctx context.Context, pool *pgxpool.Pool) (pgx.Tx, error) {
+	tx, err := pool.Begin(ctx)
+	if err != nil {
+		return nil, fmt.Errorf("begin fan-out: %w", err)
+	}
+	if _, err := tx.Exec(ctx, enabling.FanOut); err != nil {
+		_ = tx.Rollback(context.WithoutCancel(ctx))
+		return nil, fmt.Errorf("begin fan-out: wait for an endpoint being enabled: %w", err)
+	}
+	return tx, nil
 }
 
 // createDeliveries inserts batch's deliveries, adds the pending ones to

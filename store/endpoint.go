@@ -10,6 +10,7 @@ import (
 	"github.com/google/uuid"
 	"github.com/jackc/pgx/v5"
 
+	"github.com/heraldhq/herald/internal/enabling"
 	"github.com/heraldhq/herald/signing"
 )
 
@@ -314,8 +315,12 @@ func (s *Store) disableEndpoint(ctx context.Context, db dbtx, id uuid.UUID, reas
 
 // EnableEndpoint resumes deliveries to an endpoint. It clears the disable
 // reason and time and the failing spell, so the health clock starts afresh.
-func (s *Store) EnableEndpoint(ctx context.Context, id uuid.UUID) (Endpoint, error) {
-	return s.enableEndpoint(ctx, s.pool, id)
+func (s *Store) EnableEndpoint(ctx context.Context, id uuid.UUID) (e Endpoint, err error) {
+	err = pgx.BeginFunc(ctx, s.pool, func(tx pgx.Tx) error {
+		e, err = s.enableEndpoint(ctx, tx, id)
+		return err
+	})
+	return e, err
 }
 
 // EnableEndpointTx is EnableEndpoint in the caller's transaction.
@@ -323,8 +328,16 @@ func (s *Store) EnableEndpointTx(ctx context.Context, tx pgx.Tx, id uuid.UUID) (
 	return s.enableEndpoint(ctx, tx, id)
 }
 
-func (s *Store) enableEndpoint(ctx context.Context, db dbtx, id uuid.UUID) (Endpoint, error) {
-	e, err := scanEndpoint(db.QueryRow(ctx, enableEndpoint, id))
+// enableEndpoint takes the enabling barrier (package enabling) first, so
+// that the fan-outs that read the endpoint as disabled have committed their
+// skipped deliveries before it is enabled. It must be the first lock of
+// its transaction (EnableEndpointTx's callers call it first), and it holds
+// until the transaction ends.
+func (s *Store) enableEndpoint(ctx context.Context, tx pgx.Tx, id uuid.UUID) (Endpoint, error) {
+	if _, err := tx.Exec(ctx, enabling.Enable); err != nil {
+		return Endpoint{}, fmt.Errorf("enable endpoint %s: wait for the fan-outs in flight: %w", id, err)
+	}
+	e, err := scanEndpoint(tx.QueryRow(ctx, enableEndpoint, id))
 	if errors.Is(err, pgx.ErrNoRows) {
 		return Endpoint{}, fmt.Errorf("enable endpoint %s: %w", id, ErrNotFound)
 	}

@@ -48,7 +48,7 @@ WHERE datname = ANY ($1) AND pid <> pg_backend_pid()`
     d.id, d.message_id, d.endpoint_id, e.enabled, d.status, d.attempt_count, d.attempts_before_requeue, d.generation,
     coalesce(d.next_attempt_at::text, 'none'), d.created_at, d.updated_at,
     coalesce((SELECT string_agg(format('%s %s %s attempt %s scheduled %s generation %s', j.id, j.kind, j.state, j.attempt, j.scheduled_at, coalesce(j.args->>'generation', '0')), '; ' ORDER BY j.id)
-              FROM river_job j
+              FROM herald.river_job j
               WHERE j.args->>'delivery_id' = d.id::text OR j.args->'delivery_ids' ? d.id::text), 'none'))
 FROM herald.deliveries d JOIN herald.endpoints e ON e.id = d.endpoint_id
 WHERE d.status <> 'succeeded'
