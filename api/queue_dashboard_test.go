@@ -162,6 +162,7 @@ func TestQueueDashboardSignInOpensAnOperatorSession(t *testing.T) {
 	require.Equal(t, api.QueueDashboardPath, session.Path)
 	require.WithinDuration(t, time.Now().Add(auth.DefaultOperatorSessionTTL), session.Expires, time.Minute)
 	require.Equal(t, http.StatusOK, b.withCookie(t, http.MethodGet, queues, session).StatusCode)
+	require.Equal(t, http.StatusUnauthorized, b.get(t, "/v1/tenants", session.Value).StatusCode, "the session opens the dashboard only, not the API")
 
 	resp = b.withCookie(t, http.MethodPost, api.QueueDashboardPath+"/sign-out", session)
 	require.Equal(t, http.StatusOK, resp.StatusCode)
