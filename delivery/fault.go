@@ -48,6 +48,10 @@ const (
 	FaultSecrets FaultCause = "secrets"
 	// FaultSigning: the secrets were read but could not sign.
 	FaultSigning FaultCause = "signing"
+	// FaultCredentials: the endpoint's authentication or mutual TLS
+	// settings could not be read or opened (the database failed,
+	// HERALD_SECRET_KEY is not the key they were sealed with).
+	FaultCredentials FaultCause = "credentials"
 	// FaultResolver: Herald's DNS resolver did not answer, or could not be
 	// reached, for the endpoint's host name. A name that does not exist,
 	// or that the resolver answers SERVFAIL for, is the endpoint's.
@@ -62,7 +66,7 @@ const (
 	FaultDatabase FaultCause = "database"
 )
 
-var faultCauses = []FaultCause{FaultSecrets, FaultSigning, FaultResolver, FaultClock, FaultDatabase}
+var faultCauses = []FaultCause{FaultSecrets, FaultSigning, FaultCredentials, FaultResolver, FaultClock, FaultDatabase}
 
 // Deferrals: when a job stopped by a Fault tries again.
 const (
