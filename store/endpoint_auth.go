@@ -271,4 +271,3 @@ func (s *Store) DescribeCredentials(ctx context.Context, ids ...uuid.UUID) (map[
 	}
 	return out, nil
 }
-

@@ -18,6 +18,7 @@ import (
 type settings struct {
 	db            flagenv.Database
 	ssrf          ssrf.Config
+	egressProxy   string
 	pprofAddr     string
 	health        health.Config
 	workers       int
@@ -41,6 +42,9 @@ type settings struct {
 func (s *settings) register(fs *flagenv.FlagSet) {
 	fs.DatabaseVar(&s.db, dispatcher.DefaultMaxConns)
 	fs.SSRFVar(&s.ssrf)
+	fs.StringVar(&s.egressProxy, "egress-proxy", "",
+		"send every delivery and OAuth2 token request through this HTTP CONNECT proxy, http://[user:password@]host:port, so receivers can allow-list its addresses; the SSRF guard still checks each receiver's addresses first. Empty connects directly")
+	fs.Env("egress-proxy", ssrf.EnvEgressProxy)
 	fs.PprofVar(&s.pprofAddr)
 
 	fs.DurationVar(&s.health.DisableAfter, "disable-after", health.DefaultDisableAfter,
