@@ -56,6 +56,9 @@ func (s *settings) register(fs *flagenv.FlagSet) {
 	fs.StringVar(&s.health.OpsTenant, "ops-tenant", health.DefaultOpsTenant,
 		"tenant that receives operational events (endpoint.failing, endpoint.disabled, endpoint.recovered, delivery.exhausted)")
 	fs.Env("ops-tenant", "HERALD_OPS_TENANT")
+	fs.DurationVar(&s.health.CertificateWarning, "certificate-warning", health.DefaultCertificateWarning,
+		"publish endpoint.certificate_expiring this long before an endpoint's client certificate lapses; negative never warns")
+	fs.Env("certificate-warning", "HERALD_CERTIFICATE_WARNING")
 
 	fs.IntVar(&s.workers, "workers", dispatcher.DefaultWorkers,
 		"deliveries this process sends at once; sending mostly waits on receivers, so this is large")
