@@ -289,6 +289,8 @@ func TestBadSettingsAreNamed(t *testing.T) {
 		{env: []string{"HERALD_SECRET_KEY="}, want: "HERALD_SECRET_KEY is empty"},
 		{env: []string{"HERALD_DISABLE_AFTER=5d"}, want: `HERALD_DISABLE_AFTER="5d" is not a duration`},
 		{env: []string{"HERALD_ALLOW_CIDRS=localhost"}, want: `allow-list entry "localhost" is not a CIDR range`},
+		{env: []string{"HERALD_EGRESS_PROXY=socks5://proxy.internal:1080"}, want: `--egress-proxy / HERALD_EGRESS_PROXY uses "socks5"; Herald speaks HTTP CONNECT`},
+		{env: []string{"HERALD_CERTIFICATE_WARNING=2w"}, want: `HERALD_CERTIFICATE_WARNING="2w" is not a duration`},
 	} {
 		cmd := exec.Command(binary, tt.args...)
 		cmd.Env = append(os.Environ(), "HERALD_DATABASE_URL="+b.url, "HERALD_SECRET_KEY="+b.key,
@@ -315,6 +317,7 @@ func TestHelpListsEverySetting(t *testing.T) {
 		"HERALD_MAX_INFLIGHT_PER_ENDPOINT", "HERALD_RESCUE_STUCK_AFTER", "HERALD_RECONCILE_INTERVAL", "HERALD_SHUTDOWN_GRACE", "HERALD_RETRY_BASE",
 		"HERALD_RETRY_CAP", "HERALD_RETRY_WINDOW", "HERALD_MAX_RETRY_AFTER", "HERALD_ALLOW_CIDRS", "HERALD_SECRET_KEY",
 		"HERALD_DISABLE_AFTER", "HERALD_FAILING_WARNING_AFTER", "HERALD_OPS_TENANT", "HERALD_METRICS_ADDR",
+		"HERALD_EGRESS_PROXY", "HERALD_CERTIFICATE_WARNING",
 	} {
 		require.Contains(t, string(out), want)
 	}
