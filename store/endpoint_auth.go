@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"reflect"
 	"time"
 
 	"github.com/google/uuid"
@@ -99,18 +100,27 @@ func (s *Store) SetCredentialsTx(ctx context.Context, tx pgx.Tx, endpointID uuid
 			if err := next.Check(); err != nil {
 				return fail(fieldError(err))
 			}
+			if len(next.Scopes) == 0 {
+				next.Scopes = nil // as it reads back
+			}
 			auth = &next
 		}
 	}
 	var parsed endpointauth.Parsed
-	if change.TLS != nil {
+	if change.TLS != nil && *change.TLS != nil {
 		tlsConfig = *change.TLS
-		if tlsConfig != nil {
-			if parsed, err = tlsConfig.Parse(s.now()); err != nil {
-				return fail(fieldError(err))
-			}
+		if parsed, err = tlsConfig.Parse(s.now()); err != nil {
+			return fail(fieldError(err))
 		}
-	} else if tlsConfig != nil {
+	} else if change.TLS != nil {
+		tlsConfig = nil
+	}
+	// A change to what is already set writes nothing: the revision, and
+	// with it the dispatchers' transports and tokens, stay.
+	if reflect.DeepEqual(auth, current.Authentication) && reflect.DeepEqual(tlsConfig, current.TLS) {
+		return nil
+	}
+	if tlsConfig != nil && change.TLS == nil {
 		if parsed, err = tlsConfig.Reparse(); err != nil {
 			return fail(err)
 		}

@@ -48,6 +48,12 @@ SELECT $2, auth_type, auth_public, auth_sealed FROM herald.endpoint_credentials 
 	require.ErrorIs(t, err, secretbox.ErrCorrupt, "a sealed value moved to another endpoint does not open")
 	require.NotContains(t, err.Error(), "pa55word")
 
+	same := &endpointauth.Authentication{Type: endpointauth.Basic, Username: "herald"}
+	require.NoError(t, b.store.SetCredentials(ctx, e.ID, store.CredentialsChange{Authentication: &same}))
+	got, err = b.store.Credentials(ctx, e.ID)
+	require.NoError(t, err)
+	require.Equal(t, int64(1), got.Revision, "setting what is already set (the password kept) changes nothing")
+
 	var removed *endpointauth.Authentication
 	require.NoError(t, b.store.SetCredentials(ctx, e.ID, store.CredentialsChange{Authentication: &removed}))
 	got, err = b.store.Credentials(ctx, e.ID)
