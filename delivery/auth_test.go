@@ -306,3 +306,23 @@ func TestEgressProxyCarriesDeliveriesAndTokenRequests(t *testing.T) {
 		require.Contains(t, []string{"CONNECT " + receiver.Host, "CONNECT " + tokenHost.Host}, c)
 	}
 }
+
+// A receiver check (Probe) sends with the endpoint's credentials, read
+// afresh, as deliveries do.
+func TestProbeSendsWithTheEndpointsCredentials(t *testing.T) {
+	t.Parallel()
+	b, ctx := newBundle(t)
+	worker, err := delivery.NewWorker(delivery.Config{DB: b.pool, Secrets: b.store, Transport: webhooktest.Transport()})
+	require.NoError(t, err)
+	r := webhooktest.NewReceiver(t, webhooktest.Status(http.StatusOK))
+	e, err := b.store.CreateEndpoint(ctx, store.NewEndpoint{TenantID: tenant, URL: r.URL})
+	require.NoError(t, err)
+
+	require.Equal(t, http.StatusOK, worker.Probe(ctx, e.ID, r.URL, uuid.New(), []byte(`{}`)).StatusCode)
+	b.setAuth(t, ctx, e.ID, &endpointauth.Authentication{Type: endpointauth.Bearer, Token: "probe-token"})
+	require.Equal(t, http.StatusOK, worker.Probe(ctx, e.ID, r.URL, uuid.New(), []byte(`{}`)).StatusCode)
+
+	reqs := r.Requests()
+	require.Empty(t, reqs[0].Header.Get("Authorization"))
+	require.Equal(t, "Bearer probe-token", reqs[1].Header.Get("Authorization"), "a change is seen at the next probe")
+}
