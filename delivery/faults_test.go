@@ -7,6 +7,7 @@ import (
 	"log/slog"
 	"net"
 	"net/http"
+	"net/netip"
 	"strings"
 	"sync/atomic"
 	"testing"
@@ -383,4 +384,27 @@ func TestUnreadableCredentialsAreNotChargedToTheEndpoint(t *testing.T) {
 	require.NoError(t, err)
 	require.Equal(t, 1, r.Count(), "sent once the credentials open")
 	require.Equal(t, "Bearer t", r.Requests()[0].Header.Get("Authorization"))
+}
+
+// An egress proxy that cannot be reached is Herald's fault: nothing is
+// charged to the endpoint, and the fault is counted as "egress_proxy".
+func TestUnreachableEgressProxyIsNotChargedToTheEndpoint(t *testing.T) {
+	t.Parallel()
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	require.NoError(t, err)
+	require.NoError(t, ln.Close()) // nothing listens at the proxy's address
+	proxy, err := ssrf.ParseProxy("http://" + ln.Addr().String())
+	require.NoError(t, err)
+	guard := ssrf.New(netip.MustParsePrefix("127.0.0.0/8"))
+	b, ctx := setupStepped(t, delivery.Config{Policy: fast, Transport: guard.ProxyTransport(proxy)})
+
+	r := webhooktest.NewReceiver(t, webhooktest.Status(200))
+	endpoint := b.endpoint(t, ctx, r.URL)
+	id := b.pendingDelivery(t, ctx, b.message(t, ctx), endpoint)
+	result, err := b.worker.Work(ctx, t, b.tx, delivery.Args{DeliveryID: id, EndpointID: endpoint}, nil)
+	require.NoError(t, err)
+	require.Equal(t, river.EventKindJobSnoozed, result.EventKind, "deferred")
+	b.notCharged(t, ctx, id, endpoint)
+	require.Zero(t, r.Count())
+	require.Equal(t, 1.0, faults(t, b.metrics, delivery.FaultProxy))
 }

@@ -18,6 +18,7 @@ import (
 	"go.opentelemetry.io/otel/trace"
 
 	"github.com/heraldhq/herald/internal/sanitize"
+	"github.com/heraldhq/herald/internal/ssrf"
 	"github.com/heraldhq/herald/signing"
 )
 
@@ -168,6 +169,9 @@ func (w *Worker) describeError(err error, lookups *lookupWatch) error {
 	err = unwrapURLError(err)
 	if fault := lookups.resolverFault(err, w.timeout); fault != nil {
 		return fault
+	}
+	if errors.Is(err, ssrf.ErrProxyUnavailable) {
+		return &Fault{Cause: FaultProxy, Err: fmt.Errorf("not sent: %w", err)}
 	}
 	var (
 		netErr   net.Error

@@ -2,6 +2,7 @@ package ssrf
 
 import (
 	"bufio"
+	"cmp"
 	"context"
 	"encoding/base64"
 	"errors"
@@ -63,6 +64,14 @@ func (g *Guard) ProxyTransport(proxy *url.URL) *http.Transport {
 // answer with 2xx.
 var ErrProxyRefused = errors.New("the egress proxy refused to connect")
 
+// ErrProxyUnavailable is wrapped by the errors that say the egress proxy
+// itself failed, whatever the receiver: it could not be reached, broke off
+// the CONNECT exchange, or refused Herald's credentials (407). A proxy
+// that answers, refusing the destination (403) or failing to reach it
+// (502, 504), or that is still connecting when the request's time runs
+// out, speaks of the receiver.
+var ErrProxyUnavailable = errors.New("the egress proxy is unavailable")
+
 type proxyDialer struct {
 	guard         *Guard
 	proxy         *url.URL
@@ -83,7 +92,7 @@ func (p *proxyDialer) DialContext(ctx context.Context, network, address string) 
 	}
 	conn, err := p.dialer.DialContext(ctx, "tcp", p.proxy.Host)
 	if err != nil {
-		return nil, fmt.Errorf("egress proxy %s: %w", p.proxy.Redacted(), err)
+		return nil, fmt.Errorf("%w: %s: %w", ErrProxyUnavailable, p.proxy.Redacted(), err)
 	}
 	if err := p.connect(ctx, conn, address); err != nil {
 		conn.Close()
@@ -127,17 +136,24 @@ func (p *proxyDialer) connect(ctx context.Context, conn net.Conn, address string
 		req.Header.Set("Proxy-Authorization", p.authorization)
 	}
 	if err := req.Write(conn); err != nil {
-		return fmt.Errorf("egress proxy %s: CONNECT %s: %w", p.proxy.Redacted(), address, err)
+		return fmt.Errorf("%w: %s: CONNECT %s: %w", ErrProxyUnavailable, p.proxy.Redacted(), address, err)
 	}
 	// A proxy sends nothing after its answer until Herald speaks (the TLS
 	// client hello or the request), so the reader holds no byte of the
 	// tunnel once the answer is read; net/http reads its own CONNECT
 	// answers the same way.
 	resp, err := http.ReadResponse(bufio.NewReader(conn), req)
+	var netErr net.Error
+	if err != nil && (ctx.Err() != nil || errors.As(err, &netErr) && netErr.Timeout()) {
+		return fmt.Errorf("egress proxy %s: CONNECT %s: no answer in time: %w", p.proxy.Redacted(), address, cmp.Or(ctx.Err(), err))
+	}
 	if err != nil {
-		return fmt.Errorf("egress proxy %s: CONNECT %s: %w", p.proxy.Redacted(), address, err)
+		return fmt.Errorf("%w: %s: CONNECT %s: %w", ErrProxyUnavailable, p.proxy.Redacted(), address, err)
 	}
 	resp.Body.Close()
+	if resp.StatusCode == http.StatusProxyAuthRequired {
+		return fmt.Errorf("%w: CONNECT %s answered %s: check the credentials in --egress-proxy (proxy %s)", ErrProxyUnavailable, address, resp.Status, p.proxy.Redacted())
+	}
 	if resp.StatusCode < 200 || resp.StatusCode > 299 {
 		return fmt.Errorf("%w: CONNECT %s answered %s (proxy %s)", ErrProxyRefused, address, resp.Status, p.proxy.Redacted())
 	}

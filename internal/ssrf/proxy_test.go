@@ -55,10 +55,30 @@ func TestProxyTransportSendsCredentialsAndReportsRefusal(t *testing.T) {
 
 	require.NoError(t, post(t, loopback.ProxyTransport(proxyURL(t, proxy, "herald:secret@")), target))
 	err := post(t, loopback.ProxyTransport(proxyURL(t, proxy, "herald:wrong@")), target)
-	require.ErrorIs(t, err, ssrf.ErrProxyRefused)
+	require.ErrorIs(t, err, ssrf.ErrProxyUnavailable, "wrong credentials are the proxy's, whatever the receiver")
 	require.ErrorContains(t, err, "407 Proxy Authentication Required")
 	require.NotContains(t, err.Error(), "wrong", "the proxy's password is not in errors")
 	require.Equal(t, int64(1), bundle.requests.Load())
+}
+
+// A proxy that answers, but cannot reach the receiver, speaks of the
+// receiver; a proxy that cannot be reached is unavailable.
+func TestProxyTransportTellsTheProxysFailuresFromTheReceivers(t *testing.T) {
+	t.Parallel()
+	proxy := webhooktest.NewConnectProxy(t)
+	loopback := ssrf.New(netip.MustParsePrefix("127.0.0.0/8"))
+	closed := setupDial(t)
+	closed.server.Close()
+
+	err := post(t, loopback.ProxyTransport(proxyURL(t, proxy, "")), "http://127.0.0.1:"+closed.port+"/")
+	require.ErrorIs(t, err, ssrf.ErrProxyRefused)
+	require.ErrorContains(t, err, "502 Bad Gateway")
+	require.NotErrorIs(t, err, ssrf.ErrProxyUnavailable)
+
+	gone, err := ssrf.ParseProxy("http://127.0.0.1:" + closed.port)
+	require.NoError(t, err)
+	err = post(t, loopback.ProxyTransport(gone), "http://127.0.0.1:"+closed.port+"/")
+	require.ErrorIs(t, err, ssrf.ErrProxyUnavailable)
 }
 
 func TestParseProxy(t *testing.T) {
