@@ -8,6 +8,7 @@ import (
 
 	"github.com/stretchr/testify/require"
 
+	"github.com/heraldhq/herald/internal/ssrf"
 	"github.com/heraldhq/herald/internal/webhooktest"
 )
 
@@ -76,7 +77,7 @@ func TestEndpointAuthenticationThroughTheAPI(t *testing.T) {
 // created.
 func TestEndpointAuthenticationRefusals(t *testing.T) {
 	t.Parallel()
-	b := setup(t)
+	b := setup(t, ssrf.New())
 	ca := webhooktest.NewCA(t)
 	certPEM, keyPEM := ca.IssueClient(t, "c", time.Now().Add(time.Hour))
 	expiredPEM, expiredKey := ca.IssueClient(t, "old", time.Now().Add(-time.Minute))
@@ -96,6 +97,7 @@ func TestEndpointAuthenticationRefusals(t *testing.T) {
 		{"token with a newline", map[string]any{"authentication": map[string]any{"type": "bearer", "token": "a\nb"}}, "authentication.token", "control character"},
 		{"basic colon", map[string]any{"authentication": map[string]any{"type": "basic", "username": "a:b", "password": "p"}}, "authentication.username", "colon"},
 		{"http token_url", map[string]any{"authentication": map[string]any{"type": "oauth2_client_credentials", "token_url": "http://auth.example.com/token", "client_id": "c", "client_secret": "s"}}, "authentication.token_url", "must be https"},
+		{"token_url on loopback", map[string]any{"authentication": map[string]any{"type": "oauth2_client_credentials", "token_url": "https://127.0.0.1/token", "client_id": "c", "client_secret": "s"}}, "authentication.token_url", "loopback"},
 		{"no client secret", map[string]any{"authentication": map[string]any{"type": "oauth2_client_credentials", "token_url": "https://auth.example.com/token", "client_id": "c"}}, "authentication.client_secret", "is missing"},
 		{"bad scope", map[string]any{"authentication": map[string]any{"type": "oauth2_client_credentials", "token_url": "https://auth.example.com/token", "client_id": "c", "client_secret": "s", "scopes": []string{"a b"}}}, "authentication.scopes[0]", "without spaces"},
 		{"unknown field", map[string]any{"authentication": map[string]any{"type": "bearer", "token": "t", "extra": 1}}, "authentication", "unknown field"},

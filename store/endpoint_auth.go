@@ -100,6 +100,14 @@ func (s *Store) SetCredentialsTx(ctx context.Context, tx pgx.Tx, endpointID uuid
 			if err := next.Check(); err != nil {
 				return fail(fieldError(err))
 			}
+			// The token URL is an outgoing request too: the URL policy
+			// (the SSRF guard's CheckURL) refuses one that can never be
+			// reached, as it does an endpoint's URL.
+			if next.Type == endpointauth.OAuth2ClientCredentials && s.urlPolicy != nil {
+				if err := s.urlPolicy(next.TokenURL); err != nil {
+					return fail(&ValidationError{Field: "authentication.token_url", Problem: err.Error(), Err: err})
+				}
+			}
 			if len(next.Scopes) == 0 {
 				next.Scopes = nil // as it reads back
 			}
