@@ -48,6 +48,8 @@ func TestBrowserEndpointAuthentication(t *testing.T) {
 	tb.clickAndLoad("add the endpoint", `main form button[type="submit"]`)
 	require.Contains(t, tb.text(".flash"), "Endpoint added.")
 	endpointPage, _, _ := strings.Cut(strings.TrimPrefix(tb.location(), b.server.URL), "?")
+	require.Equal(t, "Bearer token", tb.text("#authentication-type"), "the endpoint page says how it authenticates")
+	require.NotContains(t, tb.text("main"), "gw-token-42")
 
 	publish(t, b.pool, "acme", "invoice.paid", "inv_1")
 	require.Eventually(t, func() bool { return receiver.Count() == 1 }, stepTimeout, 50*time.Millisecond)
