@@ -326,3 +326,22 @@ func TestProbeSendsWithTheEndpointsCredentials(t *testing.T) {
 	require.Empty(t, reqs[0].Header.Get("Authorization"))
 	require.Equal(t, "Bearer probe-token", reqs[1].Header.Get("Authorization"), "a change is seen at the next probe")
 }
+
+// An endpoint's own transport (mutual TLS) dials through the same SSRF
+// guard as the worker's: a blocked address is refused.
+func TestMutualTLSTransportKeepsTheSSRFGuard(t *testing.T) {
+	t.Parallel()
+	b, ctx := setup(t, delivery.Config{Policy: fast, Transport: ssrf.New().Transport()})
+	ca := webhooktest.NewCA(t)
+	var requests atomic.Int64
+	server := httptest.NewTLSServer(http.HandlerFunc(func(http.ResponseWriter, *http.Request) { requests.Add(1) }))
+	t.Cleanup(server.Close)
+	certPEM, keyPEM := ca.IssueClient(t, "herald", time.Now().Add(time.Hour))
+	endpoint := b.endpoint(t, ctx, server.URL)
+	b.setTLS(t, ctx, endpoint, &endpointauth.TLS{ClientCertificate: certPEM, ClientKey: keyPEM, CABundle: serverCA(server)})
+
+	id := b.enqueue(t, ctx, b.message(t, ctx), endpoint)
+	require.Eventually(t, func() bool { return len(b.attempts(t, ctx, id)) > 0 }, 10*time.Second, 20*time.Millisecond)
+	require.Contains(t, *b.attempts(t, ctx, id)[0].Error, "127.0.0.1 is loopback; Herald does not connect to such addresses (SSRF guard)")
+	require.Zero(t, requests.Load())
+}
