@@ -172,6 +172,7 @@ func (c *endpointClients) build(creds endpointauth.Credentials) (*endpointClient
 		e.tokens = &tokenCache{
 			config: clientcredentials.Config{ClientID: a.ClientID, ClientSecret: a.ClientSecret, TokenURL: a.TokenURL, Scopes: a.Scopes},
 			client: e.client,
+			turn:   make(chan struct{}, 1),
 		}
 	}
 	return e, nil
@@ -205,12 +206,15 @@ func (e *endpointClient) authorize(ctx context.Context, h http.Header, stale *oa
 func (e *endpointClient) refreshesOn401() bool { return e.tokens != nil }
 
 // tokenCache holds one endpoint's OAuth2 access token. Concurrent attempts
-// wait for one token request rather than each making its own.
+// wait for one token request rather than each making its own, each no
+// longer than its own context allows.
 type tokenCache struct {
 	config clientcredentials.Config
 	client *http.Client
 
-	mu        sync.Mutex
+	// turn is held (a token put in) by the attempt that reads or fetches
+	// the token; it guards token and fetchedAt.
+	turn      chan struct{}
 	token     *oauth2.Token
 	fetchedAt time.Time
 }
@@ -220,8 +224,12 @@ type tokenCache struct {
 // expire, or it is stale (the receiver refused it). Token lifetimes are
 // on the real clock, as the token endpoint's expires_in is.
 func (t *tokenCache) get(ctx context.Context, stale *oauth2.Token) (*oauth2.Token, error) {
-	t.mu.Lock()
-	defer t.mu.Unlock()
+	select {
+	case t.turn <- struct{}{}:
+	case <-ctx.Done():
+		return nil, fmt.Errorf("waiting for another attempt's token request: %w", ctx.Err())
+	}
+	defer func() { <-t.turn }()
 	if t.token != nil && t.token != stale && t.fresh(time.Now()) {
 		return t.token, nil
 	}
