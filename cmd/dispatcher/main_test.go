@@ -340,3 +340,22 @@ func (s *syncBuffer) String() string {
 	defer s.mu.Unlock()
 	return s.buf.String()
 }
+
+// --egress-proxy sends deliveries through the proxy: the receiver's only
+// connections come from it.
+func TestEgressProxyFlagSendsThroughTheProxy(t *testing.T) {
+	t.Parallel()
+	b, ctx := setup(t)
+	proxy := webhooktest.NewConnectProxy(t)
+	proxy.Authorization = "Basic aGVyYWxkOnMzY3JldA==" // herald:s3cret
+	r := webhooktest.NewReceiver(t, webhooktest.Status(http.StatusOK))
+	b.endpoint(t, ctx, r.URL)
+	p := b.start(t, "HERALD_EGRESS_PROXY=http://herald:s3cret@"+proxy.Addr)
+	message := b.publish(t, ctx)
+
+	require.Eventually(t, func() bool { return b.status(t, ctx, message) == "succeeded" }, 30*time.Second, 100*time.Millisecond)
+	require.True(t, proxy.Made(r.Requests()[0].RemoteAddr), "the request came through the proxy")
+	require.NotEmpty(t, proxy.Connects())
+	require.Contains(t, p.output.String(), "http://herald:xxxxx@"+proxy.Addr, "the proxy is logged without its password")
+	require.NotContains(t, p.output.String(), "s3cret")
+}
