@@ -345,3 +345,29 @@ func TestMutualTLSTransportKeepsTheSSRFGuard(t *testing.T) {
 	require.Contains(t, *b.attempts(t, ctx, id)[0].Error, "127.0.0.1 is loopback; Herald does not connect to such addresses (SSRF guard)")
 	require.Zero(t, requests.Load())
 }
+
+// The token request is an outgoing request like a delivery: the SSRF guard
+// refuses a token endpoint on a blocked address, and nothing is sent.
+func TestOAuth2TokenRequestGoesThroughTheSSRFGuard(t *testing.T) {
+	t.Parallel()
+	guard := ssrf.New(netip.MustParsePrefix("127.0.0.2/32")) // the receiver's address only
+	b, ctx := setup(t, delivery.Config{Policy: fast, Transport: guard.Transport()})
+	tokens := newTokenServer(t, time.Hour) // on 127.0.0.1, which stays blocked
+	var requests atomic.Int64
+	ln, err := net.Listen("tcp", "127.0.0.2:0")
+	require.NoError(t, err)
+	receiver := &httptest.Server{Listener: ln, Config: &http.Server{Handler: http.HandlerFunc(func(http.ResponseWriter, *http.Request) { requests.Add(1) })}}
+	receiver.Start()
+	t.Cleanup(receiver.Close)
+	endpoint := b.endpoint(t, ctx, receiver.URL)
+	b.setAuth(t, ctx, endpoint, tokens.authentication())
+	b.setTLS(t, ctx, endpoint, &endpointauth.TLS{CABundle: serverCA(tokens.Server)})
+
+	id := b.enqueue(t, ctx, b.message(t, ctx), endpoint)
+	require.Eventually(t, func() bool { return len(b.attempts(t, ctx, id)) > 0 }, 10*time.Second, 20*time.Millisecond)
+	a := b.attempts(t, ctx, id)[0]
+	require.Contains(t, *a.Error, "not sent, no OAuth2 access token")
+	require.Contains(t, *a.Error, "127.0.0.1 is loopback; Herald does not connect to such addresses (SSRF guard)")
+	require.Zero(t, tokens.issuedCount())
+	require.Zero(t, requests.Load())
+}
