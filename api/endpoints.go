@@ -10,6 +10,7 @@ import (
 	"github.com/google/uuid"
 	"github.com/jackc/pgx/v5"
 
+	"github.com/heraldhq/herald/endpointauth"
 	"github.com/heraldhq/herald/erasure"
 	"github.com/heraldhq/herald/internal/page"
 	"github.com/heraldhq/herald/replay"
@@ -36,6 +37,10 @@ type Endpoint struct {
 	LastSuccessAt  *time.Time     `json:"last_success_at,omitempty"`
 	CreatedAt      time.Time      `json:"created_at"`
 	UpdatedAt      time.Time      `json:"updated_at"`
+	// Authentication and TLS are shown masked, absent when not set (see
+	// endpoint_auth.go).
+	Authentication *endpointauth.Authentication `json:"authentication,omitempty"`
+	TLS            *TLSView                     `json:"tls,omitempty"`
 }
 
 func endpointView(e store.Endpoint) Endpoint {
@@ -56,6 +61,7 @@ type createEndpointRequest struct {
 	// Secret is optional: a whsec_ secret, or a whsk_ key for ed25519
 	// signatures. Empty means Herald generates a whsec_ secret.
 	Secret string `json:"secret"`
+	credentialsRequest
 }
 
 type updateEndpointRequest struct {
@@ -65,6 +71,7 @@ type updateEndpointRequest struct {
 	RateLimit   *float64  `json:"rate_limit"`
 	// Ordering may only repeat the endpoint's: it is chosen at creation.
 	Ordering *store.Ordering `json:"ordering"`
+	credentialsRequest
 }
 
 type disableEndpointRequest struct {
@@ -111,8 +118,13 @@ func (s *Server) listEndpoints(w http.ResponseWriter, r *http.Request) error {
 		return err
 	}
 	out := page.Page[Endpoint]{Items: make([]Endpoint, len(endpoints.Items))}
+	views := make([]*Endpoint, len(endpoints.Items))
 	for i, e := range endpoints.Items {
 		out.Items[i] = endpointView(e)
+		views[i] = &out.Items[i]
+	}
+	if err := s.withCredentials(r.Context(), views...); err != nil {
+		return err
 	}
 	if endpoints.More {
 		last := endpoints.Items[len(endpoints.Items)-1]
@@ -141,12 +153,22 @@ func (s *Server) createEndpoint(w http.ResponseWriter, r *http.Request) error {
 		}
 		n.Secret = secret
 	}
-	e, err := s.store.CreateEndpoint(r.Context(), n)
+	credentials, err := req.change()
+	if err != nil {
+		return err
+	}
+	var e store.Endpoint
+	err = pgx.BeginFunc(r.Context(), s.pool, func(tx pgx.Tx) error {
+		if e, err = s.store.CreateEndpointTx(r.Context(), tx, n); err != nil {
+			return err
+		}
+		return s.store.SetCredentialsTx(r.Context(), tx, e.ID, credentials)
+	})
 	if err != nil {
 		return err
 	}
 	w.Header().Set("Location", fmt.Sprintf("/v1/tenants/%s/endpoints/%s", e.TenantID, e.ID))
-	return writeJSON(w, http.StatusCreated, endpointView(e))
+	return s.writeEndpoint(w, r, http.StatusCreated, e)
 }
 
 func (s *Server) getEndpoint(w http.ResponseWriter, r *http.Request) error {
@@ -158,7 +180,7 @@ func (s *Server) getEndpoint(w http.ResponseWriter, r *http.Request) error {
 	if err != nil {
 		return err
 	}
-	return writeJSON(w, http.StatusOK, endpointView(e))
+	return s.writeEndpoint(w, r, http.StatusOK, e)
 }
 
 func (s *Server) updateEndpoint(w http.ResponseWriter, r *http.Request) error {
@@ -180,13 +202,23 @@ func (s *Server) updateEndpoint(w http.ResponseWriter, r *http.Request) error {
 				*req.Ordering, e.Ordering, *req.Ordering))
 		}
 	}
-	e, err := s.store.UpdateEndpoint(r.Context(), id, store.EndpointUpdate{
-		URL: req.URL, Description: req.Description, EventTypes: req.EventTypes, RateLimit: req.RateLimit,
+	credentials, err := req.change()
+	if err != nil {
+		return err
+	}
+	var e store.Endpoint
+	err = pgx.BeginFunc(r.Context(), s.pool, func(tx pgx.Tx) error {
+		if e, err = s.store.UpdateEndpointTx(r.Context(), tx, id, store.EndpointUpdate{
+			URL: req.URL, Description: req.Description, EventTypes: req.EventTypes, RateLimit: req.RateLimit,
+		}); err != nil {
+			return err
+		}
+		return s.store.SetCredentialsTx(r.Context(), tx, id, credentials)
 	})
 	if err != nil {
 		return err
 	}
-	return writeJSON(w, http.StatusOK, endpointView(e))
+	return s.writeEndpoint(w, r, http.StatusOK, e)
 }
 
 // deleteEndpoint starts the endpoint's erasure and answers with it (see
@@ -222,7 +254,7 @@ func (s *Server) enableEndpoint(w http.ResponseWriter, r *http.Request) error {
 	if err != nil {
 		return err
 	}
-	return writeJSON(w, http.StatusOK, endpointView(e))
+	return s.writeEndpoint(w, r, http.StatusOK, e)
 }
 
 func (s *Server) disableEndpoint(w http.ResponseWriter, r *http.Request) error {
@@ -241,7 +273,7 @@ func (s *Server) disableEndpoint(w http.ResponseWriter, r *http.Request) error {
 	if err != nil {
 		return err
 	}
-	return writeJSON(w, http.StatusOK, endpointView(e))
+	return s.writeEndpoint(w, r, http.StatusOK, e)
 }
 
 func (s *Server) revealSecret(w http.ResponseWriter, r *http.Request) error {

@@ -54,6 +54,9 @@ type loaded struct {
 	// expires (zero: none does); see secretCache.
 	secrets       string
 	secretsExpire time.Time
+	// credentials is the revision of the endpoint's credentials, 0 when it
+	// has none (see endpointClients).
+	credentials int64
 }
 
 // load reads what an attempt of delivery id needs. Concurrent loads share
@@ -89,7 +92,7 @@ func (w *Worker) loadMany(ctx context.Context, ids []uuid.UUID) ([]*loaded, erro
 		)
 		_, err := pgx.ForEachRow(rows, []any{&d.id, &d.status, &d.attemptCount, &d.attemptsBeforeRequeue, &d.firstAttempt, &d.generation, &next,
 			&d.messageID, &body, &traceparent, &d.tenantID, &d.objectID, &d.objectVersion,
-			&d.endpointID, &d.url, &d.endpointEnabled, &d.rateLimit, &d.ordered, &d.secrets, &expire}, func() error {
+			&d.endpointID, &d.url, &d.endpointEnabled, &d.rateLimit, &d.ordered, &d.secrets, &expire, &d.credentials}, func() error {
 			one := d
 			one.nextAttemptAt, one.secretsExpire = time.Time{}, time.Time{}
 			if next != nil {

@@ -25,12 +25,14 @@ type ProbeResult struct {
 // Probe sends body to url as an attempt of message messageID would be
 // sent, and records nothing: signed for this moment with every secret of
 // the endpoint active now (read afresh, not from the worker's cache),
+// with its authentication and mutual TLS (read afresh too),
 // with webhook-id MessageHeaderID(messageID), through the worker's
 // transport (the SSRF guard), timeout and user agent, never following a
 // redirect. The receiver check (package receivercheck) sends its events
 // through it, so that they reach the endpoint exactly as deliveries do.
 func (w *Worker) Probe(ctx context.Context, endpointID uuid.UUID, url string, messageID uuid.UUID, body []byte) ProbeResult {
 	secrets, secretsErr := w.secrets.source.ActiveSecrets(ctx, endpointID, w.now())
-	a := w.post(ctx, url, messageID, body, secrets, secretsErr)
+	via, viaErr := w.endpoints.read(ctx, endpointID, w.now())
+	a := w.post(ctx, url, messageID, body, sender{secrets: secrets, secretsErr: secretsErr, via: via, viaErr: viaErr})
 	return ProbeResult{StartedAt: a.startedAt, Duration: a.duration, StatusCode: a.result.StatusCode, Excerpt: a.excerpt, Err: a.result.Err}
 }

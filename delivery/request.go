@@ -18,6 +18,7 @@ import (
 	"go.opentelemetry.io/otel/trace"
 
 	"github.com/heraldhq/herald/internal/sanitize"
+	"github.com/heraldhq/herald/internal/ssrf"
 	"github.com/heraldhq/herald/signing"
 )
 
@@ -71,12 +72,26 @@ func (w *Worker) send(ctx context.Context, d loaded) attempt {
 	// Otherwise a slow database would use up the endpoint's timeout and
 	// record a timeout against it, for a request that maybe never left.
 	secrets, secretsErr := w.secrets.secretsFor(ctx, d, w.now())
-	return w.post(ctx, d.url, d.messageID, d.body, secrets, secretsErr)
+	via, viaErr := w.endpoints.forAttempt(ctx, d.endpointID, d.credentials, w.now())
+	return w.post(ctx, d.url, d.messageID, d.body, sender{secrets: secrets, secretsErr: secretsErr, via: via, viaErr: viaErr})
 }
 
-// post signs body as message messageID's with secrets (or, when
-// secretsErr is set, sends nothing and says why) and POSTs it to target.
-func (w *Worker) post(ctx context.Context, target string, messageID uuid.UUID, body []byte, secrets []signing.Secret, secretsErr error) (a attempt) {
+// sender is what an attempt is made with: the endpoint's signing secrets
+// and its client, or why either could not be read.
+type sender struct {
+	secrets    []signing.Secret
+	secretsErr error
+	via        *endpointClient
+	viaErr     error
+}
+
+// post signs body as message messageID's with s's secrets and POSTs it to
+// target through s's client, with its Authorization; when a secret, a
+// credential or a token is missing it sends nothing and says why. An
+// OAuth2 endpoint that answers 401 gets the request once more with a
+// fresh token, within the same timeout; the second answer is the
+// attempt's.
+func (w *Worker) post(ctx context.Context, target string, messageID uuid.UUID, body []byte, s sender) (a attempt) {
 	a.startedAt = w.now()
 	a.job = trace.SpanContextFromContext(ctx)
 	defer func() { a.duration = w.now().Sub(a.startedAt) }()
@@ -92,20 +107,44 @@ func (w *Worker) post(ctx context.Context, target string, messageID uuid.UUID, b
 	}
 	req.Header.Set("Content-Type", "application/json")
 	req.Header.Set("User-Agent", w.userAgent)
-	if secretsErr != nil {
-		a.result.Err = &Fault{Cause: FaultSecrets, Err: fmt.Errorf("not sent, could not read the endpoint's signing secrets: %w", secretsErr)}
+	if s.secretsErr != nil {
+		a.result.Err = &Fault{Cause: FaultSecrets, Err: fmt.Errorf("not sent, could not read the endpoint's signing secrets: %w", s.secretsErr)}
 		return a
 	}
-	if err := signing.SignHeaders(req.Header, MessageHeaderID(messageID), a.startedAt, body, secrets...); err != nil {
+	if s.viaErr != nil {
+		a.result.Err = &Fault{Cause: FaultCredentials, Err: fmt.Errorf("not sent, could not read the endpoint's authentication or mutual TLS settings: %w", s.viaErr)}
+		return a
+	}
+	if err := signing.SignHeaders(req.Header, MessageHeaderID(messageID), a.startedAt, body, s.secrets...); err != nil {
 		a.result.Err = &Fault{Cause: FaultSigning, Err: fmt.Errorf("not sent, could not sign: %w", err)}
+		return a
+	}
+	// Without a token nothing is sent, and no headers are recorded.
+	token, err := s.via.authorize(ctx, req.Header, nil)
+	if err != nil {
+		a.result.Err = w.describeError(err, &lookups)
 		return a
 	}
 	a.headers = make(map[string]string, len(req.Header))
 	for name := range req.Header {
 		a.headers[strings.ToLower(name)] = sanitize.Text(req.Header.Get(name), MaxHeaderStored)
 	}
+	if s.via.auth != nil {
+		a.headers["authorization"] = redactedAuthorization[s.via.auth.Type]
+	}
 
-	resp, err := w.client.Do(req)
+	resp, err := s.via.client.Do(req)
+	if err == nil && resp.StatusCode == http.StatusUnauthorized && s.via.refreshesOn401() {
+		_, _ = io.Copy(io.Discard, io.LimitReader(resp.Body, MaxResponseRead))
+		resp.Body.Close()
+		again := req.Clone(ctx)
+		again.Body, _ = req.GetBody()
+		if _, err := s.via.authorize(ctx, again.Header, token); err != nil {
+			a.result.Err = w.describeError(err, &lookups)
+			return a
+		}
+		resp, err = s.via.client.Do(again)
+	}
 	if err != nil {
 		a.result.Err = w.describeError(err, &lookups)
 		return a
@@ -131,8 +170,18 @@ func (w *Worker) describeError(err error, lookups *lookupWatch) error {
 	if fault := lookups.resolverFault(err, w.timeout); fault != nil {
 		return fault
 	}
-	var netErr net.Error
-	if errors.Is(err, context.DeadlineExceeded) || (errors.As(err, &netErr) && netErr.Timeout()) {
+	if errors.Is(err, ssrf.ErrProxyUnavailable) {
+		return &Fault{Cause: FaultProxy, Err: fmt.Errorf("not sent: %w", err)}
+	}
+	var (
+		netErr   net.Error
+		tokenErr *TokenError
+	)
+	timedOut := errors.Is(err, context.DeadlineExceeded) || (errors.As(err, &netErr) && netErr.Timeout())
+	switch {
+	case timedOut && errors.As(err, &tokenErr):
+		return &TokenError{TokenURL: tokenErr.TokenURL, Err: fmt.Errorf("timed out after %s", w.timeout)}
+	case timedOut:
 		return fmt.Errorf("timed out after %s", w.timeout)
 	}
 	return err

@@ -99,6 +99,12 @@ type Config struct {
 	DB DB
 	// Secrets gives the signing secrets of an endpoint. Required.
 	Secrets SecretSource
+	// Credentials gives the authentication and mutual TLS of endpoints
+	// that have any (see package endpointauth). Defaults to Secrets when it
+	// implements CredentialSource, as *store.Store does; without one, an
+	// attempt to an endpoint with credentials is a Fault
+	// (FaultCredentials).
+	Credentials CredentialSource
 	// Policy decides when failed attempts are retried and when a delivery
 	// is exhausted. The zero Policy is schedule.Default().
 	Policy schedule.Policy
@@ -121,7 +127,11 @@ type Config struct {
 	// blocked ranges refused at dial time, HTTP_PROXY ignored), keeping up
 	// to MaxInflightPerEndpoint idle connections per host; pass a guard's
 	// transport with an allow-list to reach, say, receivers on loopback.
-	// Redirects are never followed, whatever the transport.
+	// Redirects are never followed, whatever the transport. An endpoint
+	// with mutual TLS settings is sent to through a clone of Transport
+	// with its certificate and CA bundle, kept while its credentials are
+	// unchanged; that needs Transport to be an *http.Transport. OAuth2
+	// token requests go through the endpoint's transport too.
 	Transport http.RoundTripper
 	// UserAgent is sent on every request. Defaults to "Herald/<version>".
 	UserAgent string
@@ -191,6 +201,7 @@ type Worker struct {
 
 	db            DB
 	secrets       *secretCache
+	endpoints     *endpointClients
 	policy        schedule.Policy
 	headPolicy    schedule.Policy // policy for the heads of ordered lines
 	timeout       time.Duration
@@ -269,6 +280,11 @@ func NewWorker(cfg Config) (*Worker, error) {
 	if w.now == nil {
 		w.now = time.Now
 	}
+	credentials := cfg.Credentials
+	if credentials == nil {
+		credentials, _ = cfg.Secrets.(CredentialSource)
+	}
+	w.endpoints = newEndpointClients(credentials, w.client)
 	if cfg.TracerProvider != nil {
 		w.tracer = cfg.TracerProvider.Tracer(TracerName)
 	}

@@ -28,6 +28,7 @@ import (
 
 	"github.com/heraldhq/herald/delivery"
 	"github.com/heraldhq/herald/erasure"
+	"github.com/heraldhq/herald/health"
 	"github.com/heraldhq/herald/internal/jobtrace"
 	"github.com/heraldhq/herald/migrations"
 	"github.com/heraldhq/herald/receivercheck"
@@ -274,6 +275,15 @@ func New(cfg Config) (*Dispatcher, error) {
 	if err := river.AddWorkerSafely(workers, reconcile); err != nil {
 		return nil, fmt.Errorf("dispatcher: %w", err)
 	}
+	// The certificate check too, through the delivery worker's health
+	// tracker when it is one (its ops tenant and warning period).
+	warner, ok := deliveryCfg.Health.(certificateWarner)
+	if !ok {
+		warner = health.New(health.Config{Logger: logger})
+	}
+	if err := river.AddWorkerSafely(workers, &certificateCheck{pool: cfg.Pool, warner: warner, logger: logger}); err != nil {
+		return nil, fmt.Errorf("dispatcher: %w", err)
+	}
 	retentionCfg := cfg.Retention
 	if retentionCfg.Pool == nil {
 		retentionCfg.Pool = cfg.Pool
@@ -296,7 +306,7 @@ func New(cfg Config) (*Dispatcher, error) {
 		river.PeriodicInterval(cmp.Or(cfg.ReconcileInterval, DefaultReconcileInterval)),
 		func() (river.JobArgs, *river.InsertOpts) { return reconcileArgs{}, nil },
 		&river.PeriodicJobOpts{RunOnStart: true},
-	), retention.PeriodicJob(maintainer, delivery.Queue)}
+	), retention.PeriodicJob(maintainer, delivery.Queue), certificatePeriodicJob()}
 	var tracer trace.Tracer
 	if cfg.TracerProvider != nil {
 		tracer = cfg.TracerProvider.Tracer(TracerName)

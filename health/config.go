@@ -16,6 +16,10 @@ const (
 	// DefaultOpsTenant is the tenant whose endpoints receive operational
 	// events.
 	DefaultOpsTenant = "herald-ops"
+	// DefaultCertificateWarning is how long before an endpoint's client
+	// certificate lapses endpoint.certificate_expiring is published: 14
+	// days.
+	DefaultCertificateWarning = 14 * 24 * time.Hour
 )
 
 // Config tunes a [Tracker]. The zero value is ready to use.
@@ -35,6 +39,12 @@ type Config struct {
 	// about the ops tenant's own endpoints and deliveries are only logged,
 	// so a broken ops endpoint cannot feed on itself.
 	OpsTenant string
+	// CertificateWarning is how long before an endpoint's client
+	// certificate (mutual TLS) lapses endpoint.certificate_expiring is
+	// published, once per certificate (see
+	// Tracker.WarnExpiringCertificates). Defaults to 14 days. Zero means
+	// the default; negative means no warning is sent.
+	CertificateWarning time.Duration
 	// Logger receives a line for every state change. Defaults to
 	// slog.Default().
 	Logger *slog.Logger
@@ -46,6 +56,9 @@ func (c Config) withDefaults() Config {
 	}
 	if c.WarnAfter == 0 {
 		c.WarnAfter = DefaultWarnAfter
+	}
+	if c.CertificateWarning == 0 {
+		c.CertificateWarning = DefaultCertificateWarning
 	}
 	if c.OpsTenant == "" {
 		c.OpsTenant = DefaultOpsTenant

@@ -2,6 +2,22 @@ package health
 
 // The SQL of endpoint health.
 const (
+	// claimExpiringCertificates marks at most $3 client certificates that
+	// lapse before $2 and were not warned of as warned at $1, and returns
+	// them with their endpoints, through the partial index of the ones
+	// not warned of (migration 0040). SKIP LOCKED: two dispatchers checking
+	// at once warn of each certificate once.
+	claimExpiringCertificates = `WITH due AS (
+    SELECT c.endpoint_id FROM herald.endpoint_credentials c
+    WHERE c.tls_not_after IS NOT NULL AND c.tls_expiry_warned_at IS NULL AND c.tls_not_after < $2
+    ORDER BY c.tls_not_after LIMIT $3
+    FOR UPDATE SKIP LOCKED
+)
+UPDATE herald.endpoint_credentials c SET tls_expiry_warned_at = $1
+FROM due, herald.endpoints e
+WHERE c.endpoint_id = due.endpoint_id AND e.id = c.endpoint_id
+RETURNING e.id, e.tenant_id, e.url, e.description, coalesce(c.tls_subject, ''), c.tls_not_after, e.deleted_at IS NOT NULL`
+
 	selectState = `SELECT tenant_id, url, description, enabled, failing_since, failing_notified_at, last_success_at
 FROM herald.endpoints WHERE id = $1`
 

@@ -28,6 +28,8 @@ type endpointForm struct {
 	OtherTypes  string
 	// Ordering is chosen on the create form only.
 	Ordering store.Ordering
+	// Credentials are the authentication and mutual TLS (endpoint_auth.go).
+	Credentials credentialsForm
 }
 
 // eventTypeInfo is an entry of the event-type catalogue.
@@ -56,6 +58,7 @@ func readEndpointForm(r *http.Request) endpointForm {
 		EventTypes:  r.PostForm["event_types"],
 		OtherTypes:  r.PostFormValue("other_types"),
 		Ordering:    store.Ordering(r.PostFormValue("ordering")),
+		Credentials: readCredentialsForm(r),
 	}
 }
 
@@ -137,9 +140,11 @@ func fieldLabel(field string) string {
 		return "The event types:"
 	case "ordering":
 		return "The delivery order"
-	default:
-		return field + ":"
 	}
+	if label, ok := credentialFieldLabels[field]; ok {
+		return label
+	}
+	return field + ":"
 }
 
 func (p *Portal) newEndpoint(w http.ResponseWriter, r *http.Request, s *session) error {
@@ -148,12 +153,20 @@ func (p *Portal) newEndpoint(w http.ResponseWriter, r *http.Request, s *session)
 
 func (p *Portal) createEndpoint(w http.ResponseWriter, r *http.Request, s *session) error {
 	form := readEndpointForm(r)
-	e, err := p.store.CreateEndpoint(r.Context(), store.NewEndpoint{
-		TenantID:    s.TenantID,
-		URL:         form.URL,
-		Description: form.Description,
-		EventTypes:  form.subscription(),
-		Ordering:    form.Ordering,
+	var e store.Endpoint
+	err := pgx.BeginFunc(r.Context(), p.pool, func(tx pgx.Tx) error {
+		var err error
+		e, err = p.store.CreateEndpointTx(r.Context(), tx, store.NewEndpoint{
+			TenantID:    s.TenantID,
+			URL:         form.URL,
+			Description: form.Description,
+			EventTypes:  form.subscription(),
+			Ordering:    form.Ordering,
+		})
+		if err != nil {
+			return err
+		}
+		return p.store.SetCredentialsTx(r.Context(), tx, e.ID, form.Credentials.change(false))
 	})
 	if err != nil {
 		data := endpointFormPage{Form: form}
@@ -178,7 +191,13 @@ func (p *Portal) editEndpoint(w http.ResponseWriter, r *http.Request, s *session
 	if err != nil {
 		return err
 	}
-	return p.renderEndpointForm(w, r, s, http.StatusOK, endpointFormPage{ID: e.ID, Form: formFor(e, catalogue)})
+	form := formFor(e, catalogue)
+	summary, err := p.credentialsOf(r.Context(), e.ID)
+	if err != nil {
+		return err
+	}
+	form.Credentials = credentialsFormFor(summary)
+	return p.renderEndpointForm(w, r, s, http.StatusOK, endpointFormPage{ID: e.ID, Form: form})
 }
 
 func (p *Portal) updateEndpoint(w http.ResponseWriter, r *http.Request, s *session) error {
@@ -188,8 +207,18 @@ func (p *Portal) updateEndpoint(w http.ResponseWriter, r *http.Request, s *sessi
 	}
 	form := readEndpointForm(r)
 	types := form.subscription()
-	_, err = p.store.UpdateEndpoint(r.Context(), e.ID, store.EndpointUpdate{URL: &form.URL, Description: &form.Description, EventTypes: &types})
+	err = pgx.BeginFunc(r.Context(), p.pool, func(tx pgx.Tx) error {
+		_, err := p.store.UpdateEndpointTx(r.Context(), tx, e.ID, store.EndpointUpdate{URL: &form.URL, Description: &form.Description, EventTypes: &types})
+		if err != nil {
+			return err
+		}
+		return p.store.SetCredentialsTx(r.Context(), tx, e.ID, form.Credentials.change(true))
+	})
 	if err != nil {
+		var readErr error
+		if form.Credentials.Current, readErr = p.credentialsOf(r.Context(), e.ID); readErr != nil {
+			return readErr
+		}
 		data := endpointFormPage{ID: e.ID, Form: form}
 		if refused(err, &data) {
 			return p.renderEndpointForm(w, r, s, http.StatusUnprocessableEntity, data)

@@ -142,6 +142,8 @@ type endpointPage struct {
 	// HeldBack are the objects of an ordered endpoint whose head keeps
 	// failing, holding back their later versions.
 	HeldBack []heldBackView
+	// Credentials says how the endpoint authenticates, no secret shown.
+	Credentials store.CredentialsSummary
 }
 
 // heldBackView is the head of an ordered endpoint's line that has failed
@@ -205,6 +207,9 @@ func (p *Portal) showEndpoint(w http.ResponseWriter, r *http.Request, s *session
 		Kept: keptView{For: humanDuration(kept), Earliest: now.Add(-kept)}}
 	data.Day, data.Week, err = p.outcomeCharts(ctx, s, e.ID, now)
 	if err != nil {
+		return err
+	}
+	if data.Credentials, err = p.credentialsOf(ctx, e.ID); err != nil {
 		return err
 	}
 	recent, err := deliverylog.ListRecentDeliveries(ctx, p.pool, s.TenantID, e.ID, recentDeliveries)

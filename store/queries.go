@@ -36,6 +36,40 @@ RETURNING ` + tenantColumns
 	tenantExists = `SELECT EXISTS (SELECT 1 FROM herald.tenants WHERE id = $1 AND deleted_at IS NULL)`
 )
 
+// Endpoint credentials (endpoint_auth.go): one row per endpoint that ever
+// had any, in herald.endpoint_credentials.
+const (
+	// lockCredentials locks the endpoint's row (so that two changes of its
+	// credentials apply one after the other) and reads its credentials.
+	lockCredentials = `SELECT c.auth_sealed, c.tls_sealed, c.ca_bundle
+FROM herald.endpoints e LEFT JOIN herald.endpoint_credentials c ON c.endpoint_id = e.id
+WHERE e.id = $1 AND e.deleted_at IS NULL
+FOR NO KEY UPDATE OF e`
+
+	// upsertCredentials writes every column and grows the revision; a new
+	// certificate ($7 differs) clears the expiry warning.
+	upsertCredentials = `INSERT INTO herald.endpoint_credentials AS c
+    (endpoint_id, auth_type, auth_public, auth_sealed, tls_sealed, tls_subject, tls_not_after, ca_bundle)
+VALUES ($1, $2, $3, $4, $5, $6, $7, $8)
+ON CONFLICT (endpoint_id) DO UPDATE SET
+    auth_type = EXCLUDED.auth_type, auth_public = EXCLUDED.auth_public, auth_sealed = EXCLUDED.auth_sealed,
+    tls_sealed = EXCLUDED.tls_sealed, tls_subject = EXCLUDED.tls_subject, tls_not_after = EXCLUDED.tls_not_after,
+    ca_bundle = EXCLUDED.ca_bundle,
+    tls_expiry_warned_at = CASE WHEN c.tls_not_after IS NOT DISTINCT FROM EXCLUDED.tls_not_after THEN c.tls_expiry_warned_at END,
+    revision = c.revision + 1, updated_at = now()`
+
+	// selectCredentials reads an endpoint's credentials, sealed.
+	selectCredentials = `SELECT c.revision, c.auth_sealed, c.tls_sealed, c.ca_bundle
+FROM herald.endpoint_credentials c JOIN herald.endpoints e ON e.id = c.endpoint_id
+WHERE c.endpoint_id = $1 AND e.deleted_at IS NULL`
+
+	// describeCredentials reads what the API shows of the credentials of
+	// the endpoints $1: nothing sealed.
+	describeCredentials = `SELECT endpoint_id, auth_public, tls_sealed IS NOT NULL, tls_subject, tls_not_after, ca_bundle
+FROM herald.endpoint_credentials
+WHERE endpoint_id = ANY($1) AND (auth_type IS NOT NULL OR tls_sealed IS NOT NULL OR ca_bundle IS NOT NULL)`
+)
+
 // Endpoints. NULLs come back as zero values where Endpoint has no pointer.
 const (
 	endpointColumns = `id, tenant_id, url, description, event_types, coalesce(rate_limit, 0), ordering, enabled,

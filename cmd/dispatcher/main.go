@@ -22,6 +22,7 @@ import (
 	"github.com/heraldhq/herald/delivery"
 	"github.com/heraldhq/herald/dispatcher"
 	"github.com/heraldhq/herald/health"
+	"github.com/heraldhq/herald/internal/ssrf"
 	"github.com/heraldhq/herald/retention"
 	"github.com/heraldhq/herald/store"
 )
@@ -61,6 +62,15 @@ func run(args []string) error {
 	if err != nil {
 		return err
 	}
+	transport := guard.Transport()
+	if s.egressProxy != "" {
+		proxy, err := ssrf.ParseProxy(s.egressProxy)
+		if err != nil {
+			return err
+		}
+		transport = guard.ProxyTransport(proxy)
+		logger.Info("deliveries go through the egress proxy", "egress_proxy", proxy.Redacted())
+	}
 
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
@@ -95,7 +105,7 @@ func run(args []string) error {
 			Timeout:                s.timeout,
 			MaxInflightPerEndpoint: s.maxInflight,
 			OrderedHeadLimit:       s.headLimit,
-			Transport:              guard.Transport(),
+			Transport:              transport,
 			Health:                 tracker,
 		},
 		Workers:              s.workers,

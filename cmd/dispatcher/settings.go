@@ -18,6 +18,7 @@ import (
 type settings struct {
 	db            flagenv.Database
 	ssrf          ssrf.Config
+	egressProxy   string
 	pprofAddr     string
 	health        health.Config
 	workers       int
@@ -42,6 +43,9 @@ type settings struct {
 func (s *settings) register(fs *flagenv.FlagSet) {
 	fs.DatabaseVar(&s.db, dispatcher.DefaultMaxConns)
 	fs.SSRFVar(&s.ssrf)
+	fs.StringVar(&s.egressProxy, "egress-proxy", "",
+		"send every delivery and OAuth2 token request through this HTTP CONNECT proxy, http://[user:password@]host:port, so receivers can allow-list its addresses; the SSRF guard still checks each receiver's addresses first. Empty connects directly")
+	fs.Env("egress-proxy", ssrf.EnvEgressProxy)
 	fs.PprofVar(&s.pprofAddr)
 
 	fs.DurationVar(&s.health.DisableAfter, "disable-after", health.DefaultDisableAfter,
@@ -53,6 +57,9 @@ func (s *settings) register(fs *flagenv.FlagSet) {
 	fs.StringVar(&s.health.OpsTenant, "ops-tenant", health.DefaultOpsTenant,
 		"tenant that receives operational events (endpoint.failing, endpoint.disabled, endpoint.recovered, delivery.exhausted)")
 	fs.Env("ops-tenant", "HERALD_OPS_TENANT")
+	fs.DurationVar(&s.health.CertificateWarning, "certificate-warning", health.DefaultCertificateWarning,
+		"publish endpoint.certificate_expiring this long before an endpoint's client certificate lapses; negative never warns")
+	fs.Env("certificate-warning", "HERALD_CERTIFICATE_WARNING")
 
 	fs.IntVar(&s.workers, "workers", dispatcher.DefaultWorkers,
 		"deliveries this process sends at once; sending mostly waits on receivers, so this is large")
