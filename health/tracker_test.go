@@ -57,7 +57,7 @@ func (b *testBundle) fail(t *testing.T, at time.Time) (disabled bool) {
 	t.Helper()
 	inTx(t, b.pool, func(tx pgx.Tx) error {
 		var err error
-		disabled, err = b.tracker.Failed(context.Background(), tx, b.endpoint, at, "HTTP 503 Service Unavailable")
+		disabled, err = b.tracker.Failed(context.Background(), tx, b.endpoint, at, "HTTP 503 Service Unavailable", false)
 		return err
 	})
 	return disabled
