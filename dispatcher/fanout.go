@@ -82,7 +82,7 @@ func (d *Dispatcher) fanOut(ctx context.Context) (claimed int, more bool, err er
 		}
 		claimed += batch.messages
 		traced = append(traced, batch.traced...)
-		more = batch.messages == d.batchSize
+		more = batch.more
 		if len(batch.deliveries) > 0 {
 			n, err := createDeliveries(ctx, tx, batch, &groups)
 			if err != nil {
@@ -224,6 +224,9 @@ type claimed struct {
 	traced []tracedMessage
 	// ordered holds the endpoints of deliveries whose ordering is "object".
 	ordered map[uuid.UUID]bool
+	// more says messages not claimed wait: a tenant had more than its
+	// share of the claim, or the claim was full.
+	more bool
 }
 
 // newDelivery is a delivery to create: a row of insertDeliveries.
@@ -262,7 +265,7 @@ func claim(ctx context.Context, tx pgx.Tx, limit int) (claimed, error) {
 		ordered     bool
 		seen        = make(map[uuid.UUID]bool)
 	)
-	_, err = pgx.ForEachRow(rows, []any{&messageID, &tenantID, &traceparent, &endpointID, &enabled, &ordered}, func() error {
+	_, err = pgx.ForEachRow(rows, []any{&messageID, &tenantID, &traceparent, &endpointID, &enabled, &ordered, &b.more}, func() error {
 		if !seen[messageID] {
 			seen[messageID] = true
 			b.messages++
@@ -299,5 +302,6 @@ func claim(ctx context.Context, tx pgx.Tx, limit int) (claimed, error) {
 	if err != nil {
 		return claimed{}, fmt.Errorf("claim messages: %w", err)
 	}
+	b.more = b.more || b.messages == limit
 	return b, nil
 }
