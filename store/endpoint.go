@@ -52,8 +52,8 @@ type Endpoint struct {
 	// is closed: the dispatchers send it one probe at a time until an
 	// attempt is answered (health.BreakerThreshold).
 	BreakerOpenedAt *time.Time
-	CreatedAt     time.Time
-	UpdatedAt     time.Time
+	CreatedAt       time.Time
+	UpdatedAt       time.Time
 }
 
 // Subscribes reports whether the endpoint receives events of eventType.
