@@ -138,14 +138,15 @@ func (f *inflight) observe(endpoint uuid.UUID, answered bool) {
 	if !ok {
 		return
 	}
+	wasOpen := e.breakerOpen()
 	if answered {
 		e.unanswered = 0
 	} else {
 		e.unanswered = min(e.unanswered+1, health.BreakerThreshold)
 	}
 	f.set(endpoint, e)
-	if answered {
-		// Its jobs held back behind the breaker may go now.
+	if wasOpen && answered {
+		// Its jobs waiting behind the breaker may go now.
 		f.wake(endpoint, f.cap)
 	}
 }
