@@ -317,6 +317,13 @@ func (f *inflight) release(endpoint uuid.UUID, tenant string, probe bool, began 
 	f.running[endpoint] = running
 }
 
+// breakerOpen reports whether endpoint's breaker is known open.
+func (f *inflight) breakerOpen(endpoint uuid.UUID) bool {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	return f.known[endpoint].breakerOpen()
+}
+
 // longestRunning returns how long endpoint's oldest running attempt has been
 // running; zero when none is.
 func (f *inflight) longestRunning(endpoint uuid.UUID) time.Duration {
@@ -338,13 +345,27 @@ func (w *Worker) holdBack(ctx context.Context, job *rivertype.JobRow, endpoint u
 	if err := river.MetadataSet(ctx, busyMetadataKey, n+1); err != nil {
 		return err
 	}
-	d := w.maxBusySnooze
+	d, floor, ceiling := w.maxBusySnooze, w.inflight.longestRunning(endpoint), w.maxBusySnooze
+	if w.inflight.breakerOpen(endpoint) {
+		// A probe tells within the timeout; until it does, waking the
+		// endpoint's backlog more often only costs River round trips.
+		floor, ceiling = max(floor, w.timeout), max(ceiling, BreakerSnooze)
+	}
 	if n < 20 {
 		d = FirstBusySnooze << n
 	}
-	d = min(max(d, w.inflight.longestRunning(endpoint)), w.maxBusySnooze)
+	d = min(max(d, floor), ceiling)
 	return river.JobSnooze(d/2 + rand.N(d))
 }
+
+// BreakerSnooze bounds the delay after which a job held back by its
+// endpoint's open breaker (health.BreakerThreshold) tries again, as
+// Config.MaxBusySnooze does for the in-flight caps: each such delay is at
+// least the HTTP timeout, doubling up to this. A dead endpoint's backlog
+// of N jobs then costs about N/BreakerSnooze River round trips a second
+// instead of N/MaxBusySnooze, and once a probe is answered its backlog
+// goes within BreakerSnooze (times 1.5, the jitter).
+const BreakerSnooze = 30 * time.Second
 
 // checkRoom returns nil when job's endpoint has room for another attempt,
 // waiting up to BusyPatience when the job has not been held back before,
@@ -356,7 +377,9 @@ func (w *Worker) checkRoom(ctx context.Context, job *rivertype.JobRow, endpoint 
 	if w.inflight.waitForRoom(ctx, endpoint, 0) {
 		return nil
 	}
-	if busyCount(job.Metadata) == 0 && w.inflight.waitForRoom(ctx, endpoint, BusyPatience) {
+	// Behind an open breaker the slot frees when the probe ends, at worst
+	// after the timeout: waiting for it would only hold a worker.
+	if busyCount(job.Metadata) == 0 && !w.inflight.breakerOpen(endpoint) && w.inflight.waitForRoom(ctx, endpoint, BusyPatience) {
 		return nil
 	}
 	return w.holdBack(ctx, job, endpoint)

@@ -23,9 +23,9 @@ func TestJobGroupsBatchDeliveriesByEndpoint(t *testing.T) {
 	for i := range delivery.MaxBatch + 2 {
 		id := uuid.New()
 		busyIDs = append(busyIDs, id)
-		g.add(busy, id)
+		g.add("acme", busy, id)
 		if i == 0 {
-			g.add(quiet, uuid.New())
+			g.add("acme", quiet, uuid.New())
 		}
 	}
 
@@ -44,6 +44,46 @@ func TestJobGroupsBatchDeliveriesByEndpoint(t *testing.T) {
 	require.Equal(t, busyIDs[delivery.MaxBatch:], second.DeliveryIDs)
 }
 
+// A tenant with more than twice the others' average of a fan-out's new
+// deliveries floods it: its jobs get FloodPriority, fetched after the
+// others'. Tenants alike, or one alone, flood nothing.
+func TestJobGroupsLowerAFloodingTenant(t *testing.T) {
+	t.Parallel()
+	var g jobGroups
+	for range 20 {
+		g.add("noisy", uuid.New(), uuid.New())
+	}
+	quiet := map[uuid.UUID]bool{}
+	for _, tenant := range []string{"a", "b", "c"} {
+		e := uuid.New()
+		quiet[e] = true
+		g.add(tenant, e, uuid.New())
+	}
+	for _, job := range g.jobs() {
+		args := job.Args.(delivery.Args)
+		if quiet[args.EndpointID] {
+			require.Nil(t, job.InsertOpts, "a quiet tenant's job keeps the default priority")
+			continue
+		}
+		require.Equal(t, FloodPriority, job.InsertOpts.Priority, "the flooding tenant's job waits behind")
+	}
+
+	var even jobGroups
+	for _, tenant := range []string{"a", "b", "a", "b", "c"} {
+		even.add(tenant, uuid.New(), uuid.New())
+	}
+	for _, job := range even.jobs() {
+		require.Nil(t, job.InsertOpts, "no tenant floods an even fan-out")
+	}
+	var alone jobGroups
+	for range 20 {
+		alone.add("solo", uuid.New(), uuid.New())
+	}
+	for _, job := range alone.jobs() {
+		require.Nil(t, job.InsertOpts, "a tenant alone floods nothing")
+	}
+}
+
 // The claim takes the tenants with a backlog in turn: a tenant that
 // published 30 messages first does not keep another's single message out
 // of a claim of 10, and each tenant's messages keep their order. The claim
@@ -56,6 +96,14 @@ func TestClaimTakesTenantsInTurn(t *testing.T) {
 		_, err := pool.Exec(ctx, `INSERT INTO herald.tenants (id) VALUES ($1)`, id)
 		require.NoError(t, err)
 	}
+	tx, err := pool.Begin(ctx)
+	require.NoError(t, err)
+	empty, err := claim(ctx, tx, 10)
+	require.NoError(t, err, "an empty outbox is no error")
+	require.Zero(t, empty.messages)
+	require.False(t, empty.more)
+	require.NoError(t, tx.Rollback(ctx))
+
 	publish := func(tenant string) uuid.UUID {
 		p, err := outbox.PublishPool(ctx, pool, outbox.Message{Tenant: tenant, Type: "invoice.paid", ObjectID: "inv_" + uuid.NewString(), Data: map[string]any{}})
 		require.NoError(t, err)

@@ -49,7 +49,7 @@ const (
     FROM backlog b
     WHERE b.tenant_id IS NOT NULL AND b.n < $1
 ), share AS (
-    SELECT greatest(1, ceil($1::numeric / count(*)))::integer AS n, count(*) = $1 AS more_tenants
+    SELECT greatest(1, ceil($1::numeric / nullif(count(*), 0)))::integer AS n, count(*) = $1 AS more_tenants
     FROM backlog WHERE tenant_id IS NOT NULL
 ), candidates AS (
     SELECT c.*, row_number() OVER (PARTITION BY c.tenant_id ORDER BY c.created_at, c.id) AS turn
