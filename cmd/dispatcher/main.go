@@ -102,6 +102,7 @@ func run(args []string) error {
 		Workers:              s.workers,
 		BatchSize:            s.batchSize,
 		PollInterval:         s.pollInterval,
+		DrainCoalesce:        s.drainCoalesce,
 		RescueStuckJobsAfter: s.rescueAfter,
 		ReconcileInterval:    s.reconcile,
 		FanOutTimeout:        s.fanOutTimeout,

@@ -23,6 +23,7 @@ type settings struct {
 	workers        int
 	batchSize      int
 	pollInterval   time.Duration
+	drainCoalesce  time.Duration
 	timeout        time.Duration
 	maxInflight    int
 	tenantInflight int
@@ -63,6 +64,9 @@ func (s *settings) register(fs *flagenv.FlagSet) {
 	fs.DurationVar(&s.pollInterval, "poll-interval", dispatcher.DefaultPollInterval,
 		"how often to look for new messages when no notification arrived (see dispatcher.Config.PollInterval)")
 	fs.Env("poll-interval", "HERALD_POLL_INTERVAL")
+	fs.DurationVar(&s.drainCoalesce, "drain-coalesce", 0,
+		"wait up to this long after a drain before draining again for a notification, so that a trickle of publishes goes out together: less CPU per delivery, up to this much more latency (see dispatcher.Config.DrainCoalesce); 0 drains at once")
+	fs.Env("drain-coalesce", "HERALD_DRAIN_COALESCE")
 	fs.DurationVar(&s.timeout, "timeout", delivery.DefaultTimeout,
 		"time limit of one delivery attempt, from connecting to reading the response")
 	fs.Env("timeout", "HERALD_DELIVERY_TIMEOUT")
@@ -132,6 +136,9 @@ func (s *settings) check() error {
 	}
 	if s.tenantInflight < 0 {
 		errs = append(errs, fmt.Errorf("--max-inflight-per-tenant must not be negative (0 means half of --workers), got %d", s.tenantInflight))
+	}
+	if s.drainCoalesce < 0 || s.drainCoalesce > time.Second {
+		errs = append(errs, fmt.Errorf("--drain-coalesce must be from 0 (off) to 1s, got %s", s.drainCoalesce))
 	}
 	if s.headLimit < 0 {
 		errs = append(errs, fmt.Errorf("--ordered-head-limit must not be negative (0 means --retry-window), got %s", s.headLimit))
