@@ -35,19 +35,44 @@ type Endpoint struct {
 	DisabledAt     *time.Time     `json:"disabled_at,omitempty"`
 	FailingSince   *time.Time     `json:"failing_since,omitempty"`
 	LastSuccessAt  *time.Time     `json:"last_success_at,omitempty"`
-	CreatedAt      time.Time      `json:"created_at"`
-	UpdatedAt      time.Time      `json:"updated_at"`
+	// Breaker is the endpoint's breaker (health.BreakerThreshold).
+	Breaker   Breaker   `json:"breaker"`
+	CreatedAt time.Time `json:"created_at"`
+	UpdatedAt time.Time `json:"updated_at"`
 	// Authentication and TLS are shown masked, absent when not set (see
 	// endpoint_auth.go).
 	Authentication *endpointauth.Authentication `json:"authentication,omitempty"`
 	TLS            *TLSView                     `json:"tls,omitempty"`
 }
 
+// Breaker shows an endpoint's breaker. State is "closed", or "open" once
+// health.BreakerThreshold attempts in a row got no answer (timed out or
+// could not connect): the dispatchers then send one probe at a time, and
+// the endpoint's other deliveries wait, until an attempt is answered.
+type Breaker struct {
+	State string `json:"state"`
+	// UnansweredInARow counts the latest attempts in a row that got no
+	// answer, up to the threshold.
+	UnansweredInARow int `json:"unanswered_in_a_row"`
+	// OpenedAt is when it opened; absent while closed.
+	OpenedAt *time.Time `json:"opened_at,omitempty"`
+}
+
+// The states of Breaker.
+const (
+	BreakerClosed = "closed"
+	BreakerOpen   = "open"
+)
+
 func endpointView(e store.Endpoint) Endpoint {
+	breaker := Breaker{State: BreakerClosed, UnansweredInARow: e.UnreachableStreak, OpenedAt: e.BreakerOpenedAt}
+	if e.BreakerOpenedAt != nil {
+		breaker.State = BreakerOpen
+	}
 	return Endpoint{
 		ID: e.ID, TenantID: e.TenantID, URL: e.URL, Description: e.Description, EventTypes: e.EventTypes,
 		RateLimit: e.RateLimit, Ordering: e.Ordering, Enabled: e.Enabled, DisabledReason: e.DisabledReason, DisabledAt: e.DisabledAt,
-		FailingSince: e.FailingSince, LastSuccessAt: e.LastSuccessAt, CreatedAt: e.CreatedAt, UpdatedAt: e.UpdatedAt,
+		FailingSince: e.FailingSince, LastSuccessAt: e.LastSuccessAt, Breaker: breaker, CreatedAt: e.CreatedAt, UpdatedAt: e.UpdatedAt,
 	}
 }
 

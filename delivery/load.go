@@ -49,6 +49,12 @@ type loaded struct {
 	endpointEnabled bool
 	// rateLimit is the endpoint's messages per second; 0 means no limit.
 	rateLimit float64
+	// tenantMaxInflight is the tenant's own in-flight cap; 0 means
+	// Config.MaxInflightPerTenant.
+	tenantMaxInflight int
+	// unanswered is the endpoint's unreachable_streak: its latest attempts
+	// in a row that got no answer (see health.BreakerThreshold).
+	unanswered int
 	// secrets names the endpoint's secrets active when the delivery was
 	// loaded (their ids), and secretsExpire is when the first of them
 	// expires (zero: none does); see secretCache.
@@ -92,7 +98,8 @@ func (w *Worker) loadMany(ctx context.Context, ids []uuid.UUID) ([]*loaded, erro
 		)
 		_, err := pgx.ForEachRow(rows, []any{&d.id, &d.status, &d.attemptCount, &d.attemptsBeforeRequeue, &d.firstAttempt, &d.generation, &next,
 			&d.messageID, &body, &traceparent, &d.tenantID, &d.objectID, &d.objectVersion,
-			&d.endpointID, &d.url, &d.endpointEnabled, &d.rateLimit, &d.ordered, &d.secrets, &expire, &d.credentials}, func() error {
+			&d.endpointID, &d.url, &d.endpointEnabled, &d.rateLimit, &d.ordered, &d.secrets, &expire, &d.credentials,
+			&d.tenantMaxInflight, &d.unanswered}, func() error {
 			one := d
 			one.nextAttemptAt, one.secretsExpire = time.Time{}, time.Time{}
 			if next != nil {

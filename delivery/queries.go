@@ -8,14 +8,18 @@ const (
 	// when the first of them expires: the worker reuses secrets it read
 	// while these are unchanged. The revision of its credentials
 	// (endpoint_credentials, 0 for none) does the same for its transport
-	// and token (see endpointClients).
+	// and token (see endpointClients). Last come what the in-flight caps
+	// learn (see inflight): the tenant's own cap and the endpoint's
+	// unanswered streak.
 	loadDeliveries = `SELECT d.id, d.status, d.attempt_count, d.attempts_before_requeue, d.first_attempt_at, d.generation, d.next_attempt_at,
     d.message_id, m.body, m.traceparent, m.tenant_id, m.object_id, m.object_version,
     d.endpoint_id, e.url, e.enabled, coalesce(e.rate_limit, 0), e.ordering = 'object',
-    coalesce(s.ids, ''), s.first_expiry, coalesce(c.revision, 0)
+    coalesce(s.ids, ''), s.first_expiry, coalesce(c.revision, 0),
+    coalesce(t.max_inflight, 0), e.unreachable_streak
 FROM herald.deliveries d
 JOIN herald.messages m ON m.id = d.message_id
 JOIN herald.endpoints e ON e.id = d.endpoint_id
+JOIN herald.tenants t ON t.id = e.tenant_id
 LEFT JOIN herald.endpoint_credentials c ON c.endpoint_id = e.id
 LEFT JOIN LATERAL (
     SELECT string_agg(id::text, ',' ORDER BY id) AS ids, min(expires_at) AS first_expiry

@@ -34,6 +34,10 @@ const (
 	// DefaultMaxInflightPerEndpoint is how many attempts to one endpoint a
 	// process runs at once.
 	DefaultMaxInflightPerEndpoint = 10
+	// DefaultMaxInflightPerTenant is how many attempts of one tenant a
+	// process runs at once: half of dispatcher.DefaultWorkers. The
+	// dispatcher passes half its own Workers instead.
+	DefaultMaxInflightPerTenant = 250
 	// DefaultMaxBusySnooze bounds the delay before a job held back by its
 	// endpoint's in-flight cap tries again.
 	DefaultMaxBusySnooze = 5 * time.Second
@@ -65,9 +69,11 @@ type SecretSource interface {
 type Health interface {
 	// Succeeded ends the endpoint's failing spell.
 	Succeeded(ctx context.Context, tx pgx.Tx, endpointID uuid.UUID, at time.Time) error
-	// Failed counts a failure; disabled reports that it disabled the
-	// endpoint, cancelling its pending deliveries.
-	Failed(ctx context.Context, tx pgx.Tx, endpointID uuid.UUID, at time.Time, problem string) (disabled bool, err error)
+	// Failed counts a failure, unreachable when no answer came (it timed
+	// out or could not connect: see health.BreakerThreshold); disabled
+	// reports that it disabled the endpoint, cancelling its pending
+	// deliveries.
+	Failed(ctx context.Context, tx pgx.Tx, endpointID uuid.UUID, at time.Time, problem string, unreachable bool) (disabled bool, err error)
 	// Disable disables the endpoint at once and cancels its pending
 	// deliveries.
 	Disable(ctx context.Context, tx pgx.Tx, endpointID uuid.UUID, reason string, at time.Time) (disabled bool, err error)
@@ -116,6 +122,15 @@ type Config struct {
 	// then snoozes, so a slow endpoint never holds more than this many
 	// workers. Defaults to 10. Zero means the default.
 	MaxInflightPerEndpoint int
+	// MaxInflightPerTenant caps the attempts to the endpoints of one
+	// tenant running at once in this process, unless the tenant has a cap
+	// of its own (tenants.max_inflight, set with PATCH /v1/tenants/{id});
+	// a job over it waits and snoozes as over MaxInflightPerEndpoint, so
+	// one tenant's hanging endpoints never hold more than this many
+	// workers. The probes of a tenant's endpoints behind open breakers
+	// (health.BreakerThreshold) share half of it. Defaults to 250 (the
+	// dispatcher passes half its workers). Zero means the default.
+	MaxInflightPerTenant int
 	// MaxBusySnooze bounds the delay after which a job held back by the
 	// cap tries again: a job not held back before waits up to BusyPatience
 	// in the process for a slot, then snoozes, first about FirstBusySnooze,
@@ -161,8 +176,8 @@ type Config struct {
 	// The dispatcher sets it to its comparison with Postgres's clock.
 	Clock ClockGuard
 	// Registerer receives the worker's metrics: herald_dispatcher_faults_total
-	// (see Fault), herald_attempts_total and herald_attempt_duration_seconds
-	// (see attemptMetrics). Defaults to nil: they are kept but not exposed.
+	// (see Fault), herald_attempts_total, herald_attempt_duration_seconds
+	// and herald_endpoint_breakers_open (see attemptMetrics). Defaults to nil: they are kept but not exposed.
 	Registerer prometheus.Registerer
 	// Logger receives the worker's logs. Defaults to slog.Default().
 	Logger *slog.Logger
@@ -230,9 +245,9 @@ func NewWorker(cfg Config) (*Worker, error) {
 	if cfg.Secrets == nil {
 		return nil, errors.New("delivery worker: Config.Secrets is nil; pass the endpoint store")
 	}
-	if cfg.Timeout < 0 || cfg.MaxInflightPerEndpoint < 0 || cfg.MaxBusySnooze < 0 || cfg.OrderedHeadLimit < 0 {
-		return nil, fmt.Errorf("delivery worker: Timeout (%s), MaxInflightPerEndpoint (%d), MaxBusySnooze (%s) and OrderedHeadLimit (%s) must not be negative; zero means the default",
-			cfg.Timeout, cfg.MaxInflightPerEndpoint, cfg.MaxBusySnooze, cfg.OrderedHeadLimit)
+	if cfg.Timeout < 0 || cfg.MaxInflightPerEndpoint < 0 || cfg.MaxInflightPerTenant < 0 || cfg.MaxBusySnooze < 0 || cfg.OrderedHeadLimit < 0 {
+		return nil, fmt.Errorf("delivery worker: Timeout (%s), MaxInflightPerEndpoint (%d), MaxInflightPerTenant (%d), MaxBusySnooze (%s) and OrderedHeadLimit (%s) must not be negative; zero means the default",
+			cfg.Timeout, cfg.MaxInflightPerEndpoint, cfg.MaxInflightPerTenant, cfg.MaxBusySnooze, cfg.OrderedHeadLimit)
 	}
 	headPolicy := cfg.Policy
 	if cfg.OrderedHeadLimit > 0 {
@@ -269,7 +284,7 @@ func NewWorker(cfg Config) (*Worker, error) {
 		},
 		userAgent:   cfg.UserAgent,
 		logger:      cmp.Or(cfg.Logger, slog.Default()),
-		inflight:    newInflight(maxInflight),
+		inflight:    newInflight(maxInflight, cmp.Or(cfg.MaxInflightPerTenant, DefaultMaxInflightPerTenant), metrics.breakersOpen),
 		health:      cfg.Health,
 		rateLimiter: cfg.RateLimiter,
 		now:         cfg.Now,
@@ -343,6 +358,7 @@ func (w *Worker) Work(ctx context.Context, job *river.Job[Args]) (err error) {
 	if err != nil {
 		return err
 	}
+	w.inflight.learn(d.endpointID, d.tenantID, d.tenantMaxInflight, d.unanswered)
 	if d.generation != job.Args.Generation || d.status != deliverystatus.Pending {
 		return nil
 	}
@@ -377,7 +393,7 @@ func (w *Worker) Work(ctx context.Context, job *river.Job[Args]) (err error) {
 		}
 	}
 
-	release, _, err := w.takeSlots(ctx, job.JobRow, d.endpointID, 1)
+	release, _, err := w.takeSlots(ctx, job.JobRow, d, 1)
 	if err != nil {
 		return err
 	}

@@ -109,7 +109,9 @@ type Config struct {
 	// in-flight cap, endpoint health, the transport (by default the SSRF
 	// guard's, allowing no blocked range). Its DB and Logger default to
 	// Pool and Logger; its RateLimiter keeps each endpoint's limit in the
-	// database, shared by every dispatcher.
+	// database, shared by every dispatcher. Its MaxInflightPerTenant
+	// defaults to half of Workers (at least 1): one tenant's hanging
+	// endpoints leave the other tenants at least half the workers.
 	Delivery delivery.Config
 	// Workers is how many attempts this process runs at once. Defaults to
 	// 500. Zero means the default.
@@ -219,6 +221,7 @@ func New(cfg Config) (*Dispatcher, error) {
 		deliveryCfg.DB = cfg.Pool
 	}
 	deliveryCfg.Logger = cmp.Or(deliveryCfg.Logger, logger)
+	deliveryCfg.MaxInflightPerTenant = cmp.Or(deliveryCfg.MaxInflightPerTenant, max(1, cmp.Or(cfg.Workers, DefaultWorkers)/2))
 	if deliveryCfg.TracerProvider == nil {
 		deliveryCfg.TracerProvider = cfg.TracerProvider
 	}

@@ -22,6 +22,17 @@ const (
 	DefaultCertificateWarning = 14 * 24 * time.Hour
 )
 
+// BreakerThreshold is how many attempts in a row to one endpoint must get no
+// answer (time out, or fail to connect) for its breaker to open: from then
+// on each dispatcher process sends it one probe at a time, and its other
+// deliveries wait without holding workers (package delivery) until an
+// attempt is answered, which closes the breaker. Any answer counts, an
+// error status too: the breaker guards the workers an endpoint holds, not
+// its error rate, which the retry schedule and DisableAfter handle. An
+// endpoint that has not answered yet is not suspect: only attempts that
+// ended unanswered count.
+const BreakerThreshold = 3
+
 // Config tunes a [Tracker]. The zero value is ready to use.
 type Config struct {
 	// DisableAfter is how long an endpoint may keep failing, with no

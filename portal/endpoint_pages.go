@@ -30,6 +30,9 @@ type endpointView struct {
 	LastSuccessAt  *time.Time
 	CreatedAt      time.Time
 	Ordering       store.Ordering
+	// BreakerOpenedAt is when the endpoint's breaker opened, nil while it
+	// is closed (health.BreakerThreshold).
+	BreakerOpenedAt *time.Time
 	// Attempts in the last 24 hours, on the list page only.
 	Succeeded24h int
 	Failed24h    int
@@ -38,7 +41,7 @@ type endpointView struct {
 func scanEndpoint(row pgx.CollectableRow) (endpointView, error) {
 	var e endpointView
 	err := row.Scan(&e.ID, &e.URL, &e.Description, &e.EventTypes, &e.Enabled, &e.DisabledReason,
-		&e.DisabledAt, &e.FailingSince, &e.LastSuccessAt, &e.CreatedAt, &e.Ordering, &e.Succeeded24h, &e.Failed24h)
+		&e.DisabledAt, &e.FailingSince, &e.LastSuccessAt, &e.CreatedAt, &e.Ordering, &e.BreakerOpenedAt, &e.Succeeded24h, &e.Failed24h)
 	return e, err
 }
 

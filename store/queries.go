@@ -2,7 +2,7 @@ package store
 
 // Tenants.
 const (
-	tenantColumns = `id, name, max_endpoints, rate_limits, retention, endpoint_count, created_at, updated_at`
+	tenantColumns = `id, name, max_endpoints, rate_limits, retention, max_inflight, endpoint_count, created_at, updated_at`
 
 	insertTenant = `INSERT INTO herald.tenants (id, name) VALUES ($1, $2)
 ON CONFLICT (id) DO NOTHING
@@ -22,13 +22,16 @@ WHERE id > $1 AND deleted_at IS NULL ORDER BY id LIMIT $2`
 	// updateTenant sets the name unless $2 is NULL; the own endpoint cap
 	// to $3 unless it is NULL, or back to the default when it is negative;
 	// and, of the own rate limits, removes the actions $4 and sets those of
-	// the object $5; and the own retention to $6 unless it is NULL, or
-	// back to the global one when it is negative.
+	// the object $5; the own retention to $6 unless it is NULL, or
+	// back to the global one when it is negative; and the own in-flight
+	// cap to $7 unless it is NULL, or back to the default when it is
+	// negative.
 	updateTenant = `UPDATE herald.tenants SET
     name = coalesce($2, name),
     max_endpoints = CASE WHEN $3::integer IS NULL THEN max_endpoints WHEN $3 < 0 THEN NULL ELSE $3 END,
     rate_limits = (rate_limits - $4::text[]) || $5::jsonb,
     retention = CASE WHEN $6::interval IS NULL THEN retention WHEN $6 <= interval '0' THEN NULL ELSE $6 END,
+    max_inflight = CASE WHEN $7::integer IS NULL THEN max_inflight WHEN $7 < 0 THEN NULL ELSE $7 END,
     updated_at = now()
 WHERE id = $1 AND deleted_at IS NULL
 RETURNING ` + tenantColumns
@@ -73,7 +76,8 @@ WHERE endpoint_id = ANY($1) AND (auth_type IS NOT NULL OR tls_sealed IS NOT NULL
 // Endpoints. NULLs come back as zero values where Endpoint has no pointer.
 const (
 	endpointColumns = `id, tenant_id, url, description, event_types, coalesce(rate_limit, 0), ordering, enabled,
-coalesce(disabled_reason, ''), disabled_at, failing_since, last_success_at, created_at, updated_at`
+coalesce(disabled_reason, ''), disabled_at, failing_since, last_success_at, unreachable_streak, breaker_opened_at,
+created_at, updated_at`
 
 	// insertEndpoint creates the endpoint and its first secret in one
 	// statement, and nothing when the tenant does not exist or has as many
@@ -131,11 +135,13 @@ RETURNING ` + endpointColumns
 WHERE id = $1 AND deleted_at IS NULL
 RETURNING ` + endpointColumns
 
-	// enableEndpoint also clears the failing spell, so the health clock and
-	// the failing warning start afresh.
+	// enableEndpoint also clears the failing spell and closes the
+	// breaker, so the health clock, the failing warning and the breaker's
+	// count start afresh.
 	enableEndpoint = `UPDATE herald.endpoints SET
     enabled = true, disabled_reason = NULL, disabled_at = NULL,
-    failing_since = NULL, failing_notified_at = NULL, updated_at = now()
+    failing_since = NULL, failing_notified_at = NULL,
+    unreachable_streak = 0, breaker_opened_at = NULL, updated_at = now()
 WHERE id = $1 AND deleted_at IS NULL
 RETURNING ` + endpointColumns
 )

@@ -104,6 +104,7 @@ func run(args []string) error {
 			Policy:                 s.policy,
 			Timeout:                s.timeout,
 			MaxInflightPerEndpoint: s.maxInflight,
+			MaxInflightPerTenant:   s.tenantInflight,
 			OrderedHeadLimit:       s.headLimit,
 			Transport:              transport,
 			Health:                 tracker,

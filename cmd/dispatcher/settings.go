@@ -16,23 +16,24 @@ import (
 
 // settings are the dispatcher's flags.
 type settings struct {
-	db            flagenv.Database
-	ssrf          ssrf.Config
-	egressProxy   string
-	pprofAddr     string
-	health        health.Config
-	workers       int
-	batchSize     int
-	pollInterval  time.Duration
-	drainCoalesce time.Duration
-	timeout       time.Duration
-	maxInflight   int
-	headLimit     time.Duration
-	rescueAfter   time.Duration
-	reconcile     time.Duration
-	fanOutTimeout time.Duration
-	shutdownGrace time.Duration
-	metricsAddr   string
+	db             flagenv.Database
+	ssrf           ssrf.Config
+	egressProxy    string
+	pprofAddr      string
+	health         health.Config
+	workers        int
+	batchSize      int
+	pollInterval   time.Duration
+	drainCoalesce  time.Duration
+	timeout        time.Duration
+	maxInflight    int
+	tenantInflight int
+	headLimit      time.Duration
+	rescueAfter    time.Duration
+	reconcile      time.Duration
+	fanOutTimeout  time.Duration
+	shutdownGrace  time.Duration
+	metricsAddr    string
 	// partitionInterval and retention: package retention.
 	partitionInterval time.Duration
 	retention         time.Duration
@@ -79,6 +80,9 @@ func (s *settings) register(fs *flagenv.FlagSet) {
 	fs.IntVar(&s.maxInflight, "max-inflight-per-endpoint", delivery.DefaultMaxInflightPerEndpoint,
 		"attempts to one endpoint this process runs at once; more wait without holding a worker")
 	fs.Env("max-inflight-per-endpoint", "HERALD_MAX_INFLIGHT_PER_ENDPOINT")
+	fs.IntVar(&s.tenantInflight, "max-inflight-per-tenant", 0,
+		"attempts of one tenant this process runs at once, unless the tenant has its own (PATCH /v1/tenants/{id} limits.max_inflight); more wait without holding a worker; 0 means half of --workers")
+	fs.Env("max-inflight-per-tenant", "HERALD_MAX_INFLIGHT_PER_TENANT")
 	fs.DurationVar(&s.rescueAfter, "rescue-stuck-after", dispatcher.DefaultRescueStuckJobsAfter,
 		"run a delivery again when its dispatcher has not finished it after this long (it died); must exceed twice --timeout")
 	fs.Env("rescue-stuck-after", "HERALD_RESCUE_STUCK_AFTER")
@@ -136,6 +140,9 @@ func (s *settings) check() error {
 		if p.value <= 0 {
 			errs = append(errs, fmt.Errorf("%s must be positive, got %s", p.flag, p.value))
 		}
+	}
+	if s.tenantInflight < 0 {
+		errs = append(errs, fmt.Errorf("--max-inflight-per-tenant must not be negative (0 means half of --workers), got %d", s.tenantInflight))
 	}
 	if s.drainCoalesce < 0 || s.drainCoalesce > time.Second {
 		errs = append(errs, fmt.Errorf("--drain-coalesce must be from 0 (off) to 1s, got %s", s.drainCoalesce))
