@@ -27,6 +27,11 @@ type Endpoint struct {
 	EventTypes []string `json:"event_types"`
 	// RateLimit is messages per second; 0 means unlimited.
 	RateLimit float64 `json:"rate_limit"`
+	// Channels are the subscribed channels; empty means every message,
+	// with or without channels.
+	Channels []string `json:"channels"`
+	// Filter is the filter on message bodies; empty means none.
+	Filter string `json:"filter"`
 	// Ordering is "none" or "object" (store.Ordering).
 	Ordering       store.Ordering `json:"ordering"`
 	Enabled        bool           `json:"enabled"`
@@ -41,7 +46,7 @@ type Endpoint struct {
 func endpointView(e store.Endpoint) Endpoint {
 	return Endpoint{
 		ID: e.ID, TenantID: e.TenantID, URL: e.URL, Description: e.Description, EventTypes: e.EventTypes,
-		RateLimit: e.RateLimit, Ordering: e.Ordering, Enabled: e.Enabled, DisabledReason: e.DisabledReason, DisabledAt: e.DisabledAt,
+		RateLimit: e.RateLimit, Channels: e.Channels, Filter: e.Filter, Ordering: e.Ordering, Enabled: e.Enabled, DisabledReason: e.DisabledReason, DisabledAt: e.DisabledAt,
 		FailingSince: e.FailingSince, LastSuccessAt: e.LastSuccessAt, CreatedAt: e.CreatedAt, UpdatedAt: e.UpdatedAt,
 	}
 }
@@ -51,6 +56,8 @@ type createEndpointRequest struct {
 	Description string   `json:"description"`
 	EventTypes  []string `json:"event_types"`
 	RateLimit   float64  `json:"rate_limit"`
+	Channels    []string `json:"channels"`
+	Filter      string   `json:"filter"`
 	// Ordering is "none" (empty means it) or "object".
 	Ordering store.Ordering `json:"ordering"`
 	// Secret is optional: a whsec_ secret, or a whsk_ key for ed25519
@@ -63,6 +70,10 @@ type updateEndpointRequest struct {
 	Description *string   `json:"description"`
 	EventTypes  *[]string `json:"event_types"`
 	RateLimit   *float64  `json:"rate_limit"`
+	// Channels replaces the channels; [] receives every message.
+	Channels *[]string `json:"channels"`
+	// Filter replaces the filter; "" removes it.
+	Filter *string `json:"filter"`
 	// Ordering may only repeat the endpoint's: it is chosen at creation.
 	Ordering *store.Ordering `json:"ordering"`
 }
@@ -132,6 +143,8 @@ func (s *Server) createEndpoint(w http.ResponseWriter, r *http.Request) error {
 		Description: req.Description,
 		EventTypes:  req.EventTypes,
 		RateLimit:   req.RateLimit,
+		Channels:    req.Channels,
+		Filter:      req.Filter,
 		Ordering:    req.Ordering,
 	}
 	if req.Secret != "" {
@@ -182,6 +195,7 @@ func (s *Server) updateEndpoint(w http.ResponseWriter, r *http.Request) error {
 	}
 	e, err := s.store.UpdateEndpoint(r.Context(), id, store.EndpointUpdate{
 		URL: req.URL, Description: req.Description, EventTypes: req.EventTypes, RateLimit: req.RateLimit,
+		Channels: req.Channels, Filter: req.Filter,
 	})
 	if err != nil {
 		return err

@@ -187,6 +187,7 @@ type Dispatcher struct {
 	batchSize     int
 	pollInterval  time.Duration
 	fanOutTimeout time.Duration
+	filters       *filterCache
 	grace         time.Duration
 	clock         *clockCheck
 	tracer        trace.Tracer // nil: no spans
@@ -313,6 +314,7 @@ func New(cfg Config) (*Dispatcher, error) {
 		batchSize:     cmp.Or(cfg.BatchSize, DefaultBatchSize),
 		pollInterval:  pollInterval,
 		fanOutTimeout: cmp.Or(cfg.FanOutTimeout, DefaultFanOutTimeout),
+		filters:       newFilterCache(logger),
 		grace:         cmp.Or(cfg.ShutdownGrace, DefaultShutdownGrace),
 		clock:         clock,
 		tracer:        tracer,

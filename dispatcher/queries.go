@@ -19,15 +19,21 @@ const (
 	// claimMessages takes up to $1 undispatched messages that no other
 	// dispatcher holds, marks them dispatched (effective when the
 	// transaction commits) and returns each with every endpoint of its
-	// tenant subscribed to its type, enabled or not (but not one being
-	// erased: package erasure); a message without any
-	// comes back once with a NULL endpoint, and whether the endpoint is
-	// ordered (ordering "object"). Each row carries its message's
-	// traceparent, for the fan-out's span in the producer's trace. Rows come message by message,
-	// so the jobs, fetched in insertion order, alternate between endpoints
-	// instead of queueing one endpoint's deliveries behind each other.
+	// tenant that subscribes to its type and its channels (an endpoint
+	// without channels takes every message; one with channels those that
+	// carry one of them), enabled or not (but not one being erased:
+	// package erasure); a message without any comes back once with a NULL
+	// endpoint, and whether the endpoint is ordered (ordering "object").
+	// Each row carries its message's traceparent, for the fan-out's span
+	// in the producer's trace, and the endpoint's filter (NULL for none),
+	// which the fan-out evaluates on the body. The body comes once per
+	// message, on its first row, and only when one of its endpoints has a
+	// filter: a fan-out without filters reads no bodies. Rows come
+	// message by message, so the jobs, fetched in insertion order,
+	// alternate between endpoints instead of queueing one endpoint's
+	// deliveries behind each other.
 	claimMessages = `WITH claimed AS (
-    SELECT id, tenant_id, event_type, created_at, traceparent
+    SELECT id, tenant_id, event_type, created_at, traceparent, channels, body
     FROM herald.messages
     WHERE dispatched_at IS NULL
     ORDER BY created_at, id
@@ -38,12 +44,15 @@ const (
     FROM claimed c
     WHERE m.id = c.id
 )
-SELECT c.id, c.tenant_id, c.traceparent, e.id, coalesce(e.enabled, false), coalesce(e.ordering = 'object', false)
+SELECT c.id, c.tenant_id, c.traceparent, e.id, coalesce(e.enabled, false), coalesce(e.ordering = 'object', false), e.filter,
+    CASE WHEN bool_or(e.filter IS NOT NULL) OVER message AND row_number() OVER (message ORDER BY e.id) = 1 THEN c.body END
 FROM claimed c
 LEFT JOIN herald.endpoints e
     ON e.tenant_id = c.tenant_id
    AND e.deleted_at IS NULL
    AND (cardinality(e.event_types) = 0 OR c.event_type = ANY (e.event_types))
+   AND (cardinality(e.channels) = 0 OR e.channels && c.channels)
+WINDOW message AS (PARTITION BY c.created_at, c.id)
 ORDER BY c.created_at, c.id, e.id`
 
 	// insertDeliveries inserts one delivery per (message, endpoint) pair

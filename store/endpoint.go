@@ -29,6 +29,13 @@ type Endpoint struct {
 	// RateLimit is the most messages per second the endpoint receives. Zero
 	// means no limit.
 	RateLimit float64
+	// Channels are the channels the endpoint subscribes to: it receives
+	// only messages carrying one of them. Empty (never nil) means every
+	// message, with or without channels.
+	Channels []string
+	// Filter is the endpoint's filter on message bodies (package filter),
+	// as its owner wrote it; empty means none.
+	Filter string
 	// Ordering says whether deliveries of one object are sent one at a
 	// time in version order (OrderingObject) or independently
 	// (OrderingNone).
@@ -76,6 +83,13 @@ type NewEndpoint struct {
 	EventTypes []string
 	// RateLimit caps messages per second. Zero means no limit.
 	RateLimit float64
+	// Channels are the channels to receive (at most MaxEndpointChannels,
+	// each as outbox.ValidateChannel accepts); repeats are dropped. Empty
+	// means every message, with or without channels.
+	Channels []string
+	// Filter is a filter on message bodies (package filter); a message it
+	// does not match creates no delivery. Empty means none.
+	Filter string
 	// Ordering is OrderingNone (the default; empty means it) or
 	// OrderingObject. It cannot be changed once the endpoint exists.
 	Ordering Ordering
@@ -95,12 +109,17 @@ type EndpointUpdate struct {
 	EventTypes *[]string
 	// RateLimit replaces the limit; a pointer to 0 removes it.
 	RateLimit *float64
+	// Channels replaces the channels; a pointer to an empty slice receives
+	// every message.
+	Channels *[]string
+	// Filter replaces the filter; a pointer to "" removes it.
+	Filter *string
 }
 
 func scanEndpoint(row pgx.Row) (Endpoint, error) {
 	var e Endpoint
 	err := row.Scan(&e.ID, &e.TenantID, &e.URL, &e.Description, &e.EventTypes, &e.RateLimit, &e.Ordering, &e.Enabled,
-		&e.DisabledReason, &e.DisabledAt, &e.FailingSince, &e.LastSuccessAt, &e.CreatedAt, &e.UpdatedAt)
+		&e.DisabledReason, &e.DisabledAt, &e.FailingSince, &e.LastSuccessAt, &e.CreatedAt, &e.UpdatedAt, &e.Channels, &e.Filter)
 	return e, err
 }
 
@@ -139,6 +158,13 @@ func (s *Store) createEndpoint(ctx context.Context, db dbtx, n NewEndpoint) (End
 	if err := checkRateLimit(n.RateLimit); err != nil {
 		return fail(err)
 	}
+	channels, err := normalizeChannels(n.Channels)
+	if err != nil {
+		return fail(err)
+	}
+	if err := checkFilter(n.Filter); err != nil {
+		return fail(err)
+	}
 	ordering := cmp.Or(n.Ordering, OrderingNone)
 	if !ordering.Valid() {
 		return fail(invalid("ordering", "is %q; give %q (deliveries independent, the default) or %q (one object's deliveries one at a time, in version order)",
@@ -156,7 +182,7 @@ func (s *Store) createEndpoint(ctx context.Context, db dbtx, n NewEndpoint) (End
 	}
 	id, secretID := uuid.Must(uuid.NewV7()), uuid.Must(uuid.NewV7())
 	e, err := scanEndpoint(db.QueryRow(ctx, insertEndpoint, id, n.TenantID, n.URL, n.Description, eventTypes, n.RateLimit,
-		secretID, algorithm, s.sealSecret(id, secret), s.defaultCap(), string(ordering)))
+		secretID, algorithm, s.sealSecret(id, secret), s.defaultCap(), string(ordering), channels, n.Filter))
 	if errors.Is(err, pgx.ErrNoRows) {
 		return fail(s.refusal(ctx, db, n.TenantID))
 	}
@@ -270,7 +296,19 @@ func (s *Store) updateEndpoint(ctx context.Context, db dbtx, id uuid.UUID, u End
 			return fail(err)
 		}
 	}
-	e, err := scanEndpoint(db.QueryRow(ctx, updateEndpoint, id, u.URL, u.Description, eventTypes, u.RateLimit))
+	var channels []string
+	if u.Channels != nil {
+		var err error
+		if channels, err = normalizeChannels(*u.Channels); err != nil {
+			return fail(err)
+		}
+	}
+	if u.Filter != nil {
+		if err := checkFilter(*u.Filter); err != nil {
+			return fail(err)
+		}
+	}
+	e, err := scanEndpoint(db.QueryRow(ctx, updateEndpoint, id, u.URL, u.Description, eventTypes, u.RateLimit, channels, u.Filter))
 	if errors.Is(err, pgx.ErrNoRows) {
 		return fail(ErrNotFound)
 	}

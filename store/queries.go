@@ -39,7 +39,8 @@ RETURNING ` + tenantColumns
 // Endpoints. NULLs come back as zero values where Endpoint has no pointer.
 const (
 	endpointColumns = `id, tenant_id, url, description, event_types, coalesce(rate_limit, 0), ordering, enabled,
-coalesce(disabled_reason, ''), disabled_at, failing_since, last_success_at, created_at, updated_at`
+coalesce(disabled_reason, ''), disabled_at, failing_since, last_success_at, created_at, updated_at,
+channels, coalesce(filter, '')`
 
 	// insertEndpoint creates the endpoint and its first secret in one
 	// statement, and nothing when the tenant does not exist or has as many
@@ -55,8 +56,8 @@ coalesce(disabled_reason, ''), disabled_at, failing_since, last_success_at, crea
     WHERE id = $2 AND deleted_at IS NULL AND (coalesce(max_endpoints, $10::integer) IS NULL OR endpoint_count < coalesce(max_endpoints, $10::integer))
     FOR NO KEY UPDATE
 ), endpoint AS (
-    INSERT INTO herald.endpoints (id, tenant_id, url, description, event_types, rate_limit, ordering)
-    SELECT $1, tenant.id, $3, $4, $5, nullif($6::double precision, 0), $11 FROM tenant
+    INSERT INTO herald.endpoints (id, tenant_id, url, description, event_types, rate_limit, ordering, channels, filter)
+    SELECT $1, tenant.id, $3, $4, $5, nullif($6::double precision, 0), $11, $12, nullif($13, '') FROM tenant
     RETURNING *
 ), secret AS (
     INSERT INTO herald.endpoint_secrets (id, endpoint_id, algorithm, ciphertext)
@@ -77,12 +78,14 @@ FROM herald.tenants WHERE id = $1 AND deleted_at IS NULL`
 WHERE tenant_id = $1 AND id > $2 AND deleted_at IS NULL ORDER BY id LIMIT $3`
 
 	// updateEndpoint changes the fields whose parameter is not NULL; a
-	// rate limit of 0 removes the limit.
+	// rate limit of 0 removes the limit, an empty filter the filter.
 	updateEndpoint = `UPDATE herald.endpoints SET
     url = coalesce($2, url),
     description = coalesce($3, description),
     event_types = coalesce($4, event_types),
     rate_limit = CASE WHEN $5::double precision IS NULL THEN rate_limit ELSE nullif($5, 0) END,
+    channels = coalesce($6, channels),
+    filter = CASE WHEN $7::text IS NULL THEN filter ELSE nullif($7, '') END,
     updated_at = now()
 WHERE id = $1 AND deleted_at IS NULL
 RETURNING ` + endpointColumns
