@@ -32,6 +32,14 @@ type Endpoint struct {
 	Channels []string `json:"channels"`
 	// Filter is the filter on message bodies; empty means none.
 	Filter string `json:"filter"`
+	// Headers are sent on every attempt; secret values are masked.
+	Headers []EndpointHeader `json:"headers"`
+	// TimeoutSeconds is the endpoint's request timeout; null means the
+	// dispatcher's.
+	TimeoutSeconds *int64 `json:"timeout_seconds"`
+	// RetryPolicy is the endpoint's retry policy; null means the
+	// dispatcher's.
+	RetryPolicy *RetryPolicy `json:"retry_policy"`
 	// Ordering is "none" or "object" (store.Ordering).
 	Ordering       store.Ordering `json:"ordering"`
 	Enabled        bool           `json:"enabled"`
@@ -46,7 +54,8 @@ type Endpoint struct {
 func endpointView(e store.Endpoint) Endpoint {
 	return Endpoint{
 		ID: e.ID, TenantID: e.TenantID, URL: e.URL, Description: e.Description, EventTypes: e.EventTypes,
-		RateLimit: e.RateLimit, Channels: e.Channels, Filter: e.Filter, Ordering: e.Ordering, Enabled: e.Enabled, DisabledReason: e.DisabledReason, DisabledAt: e.DisabledAt,
+		RateLimit: e.RateLimit, Channels: e.Channels, Filter: e.Filter, Headers: headersView(e.Headers),
+		TimeoutSeconds: timeoutView(e.Timeout), RetryPolicy: retryPolicyView(e.RetryPolicy), Ordering: e.Ordering, Enabled: e.Enabled, DisabledReason: e.DisabledReason, DisabledAt: e.DisabledAt,
 		FailingSince: e.FailingSince, LastSuccessAt: e.LastSuccessAt, CreatedAt: e.CreatedAt, UpdatedAt: e.UpdatedAt,
 	}
 }
@@ -58,6 +67,13 @@ type createEndpointRequest struct {
 	RateLimit   float64  `json:"rate_limit"`
 	Channels    []string `json:"channels"`
 	Filter      string   `json:"filter"`
+	// Headers are sent on every attempt (store.NewEndpoint.Headers).
+	Headers []EndpointHeader `json:"headers"`
+	// TimeoutSeconds is the request timeout; 0 or absent means the
+	// dispatcher's.
+	TimeoutSeconds int64 `json:"timeout_seconds"`
+	// RetryPolicy is the retry policy; absent means the dispatcher's.
+	RetryPolicy RetryPolicy `json:"retry_policy"`
 	// Ordering is "none" (empty means it) or "object".
 	Ordering store.Ordering `json:"ordering"`
 	// Secret is optional: a whsec_ secret, or a whsk_ key for ed25519
@@ -74,6 +90,15 @@ type updateEndpointRequest struct {
 	Channels *[]string `json:"channels"`
 	// Filter replaces the filter; "" removes it.
 	Filter *string `json:"filter"`
+	// Headers replaces the headers; [] removes them. A secret header sent
+	// without a value keeps the value it had.
+	Headers *[]EndpointHeader `json:"headers"`
+	// TimeoutSeconds replaces the timeout; 0 goes back to the
+	// dispatcher's.
+	TimeoutSeconds *int64 `json:"timeout_seconds"`
+	// RetryPolicy replaces the retry policy; {} goes back to the
+	// dispatcher's.
+	RetryPolicy *RetryPolicy `json:"retry_policy"`
 	// Ordering may only repeat the endpoint's: it is chosen at creation.
 	Ordering *store.Ordering `json:"ordering"`
 }
@@ -145,7 +170,15 @@ func (s *Server) createEndpoint(w http.ResponseWriter, r *http.Request) error {
 		RateLimit:   req.RateLimit,
 		Channels:    req.Channels,
 		Filter:      req.Filter,
+		Headers:     storeHeaders(req.Headers),
 		Ordering:    req.Ordering,
+	}
+	var err error
+	if n.Timeout, err = policySeconds("timeout_seconds", req.TimeoutSeconds); err != nil {
+		return err
+	}
+	if n.RetryPolicy, err = storeRetryPolicy(req.RetryPolicy); err != nil {
+		return err
 	}
 	if req.Secret != "" {
 		secret, err := signing.ParseSecret(req.Secret)
@@ -193,10 +226,29 @@ func (s *Server) updateEndpoint(w http.ResponseWriter, r *http.Request) error {
 				*req.Ordering, e.Ordering, *req.Ordering))
 		}
 	}
-	e, err := s.store.UpdateEndpoint(r.Context(), id, store.EndpointUpdate{
+	u := store.EndpointUpdate{
 		URL: req.URL, Description: req.Description, EventTypes: req.EventTypes, RateLimit: req.RateLimit,
 		Channels: req.Channels, Filter: req.Filter,
-	})
+	}
+	if req.Headers != nil {
+		headers := storeHeaders(*req.Headers)
+		u.Headers = &headers
+	}
+	if req.TimeoutSeconds != nil {
+		timeout, err := policySeconds("timeout_seconds", *req.TimeoutSeconds)
+		if err != nil {
+			return err
+		}
+		u.Timeout = &timeout
+	}
+	if req.RetryPolicy != nil {
+		p, err := storeRetryPolicy(*req.RetryPolicy)
+		if err != nil {
+			return err
+		}
+		u.RetryPolicy = &p
+	}
+	e, err := s.store.UpdateEndpoint(r.Context(), id, u)
 	if err != nil {
 		return err
 	}

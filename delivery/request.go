@@ -45,7 +45,8 @@ type attempt struct {
 	startedAt time.Time
 	duration  time.Duration
 	// headers are the request headers sent. They hold signatures, never
-	// secrets, and are stored on the attempt.
+	// secrets (a secret custom header's value is masked), and are stored
+	// on the attempt.
 	headers map[string]string
 	result  Result
 	excerpt string
@@ -71,32 +72,60 @@ func (w *Worker) send(ctx context.Context, d loaded) attempt {
 	// Otherwise a slow database would use up the endpoint's timeout and
 	// record a timeout against it, for a request that maybe never left.
 	secrets, secretsErr := w.secrets.secretsFor(ctx, d, w.now())
-	return w.post(ctx, d.url, d.messageID, d.body, secrets, secretsErr)
+	return w.post(ctx, outgoing{target: d.url, messageID: d.messageID, body: d.body, secrets: secrets, secretsErr: secretsErr,
+		endpointID: d.endpointID, options: d.options})
 }
 
-// post signs body as message messageID's with secrets (or, when
-// secretsErr is set, sends nothing and says why) and POSTs it to target.
-func (w *Worker) post(ctx context.Context, target string, messageID uuid.UUID, body []byte, secrets []signing.Secret, secretsErr error) (a attempt) {
+// outgoing is what post sends.
+type outgoing struct {
+	target    string
+	messageID uuid.UUID
+	body      []byte
+	// secrets sign the body; when secretsErr is set, nothing is sent.
+	secrets    []signing.Secret
+	secretsErr error
+	// endpointID and options give the endpoint's custom headers and
+	// timeout.
+	endpointID uuid.UUID
+	options    endpointOptions
+}
+
+// post signs o's body as its message's with its secrets (or, when they
+// could not be read, sends nothing and says why) and POSTs it to its
+// target with the endpoint's custom headers, within the endpoint's
+// timeout.
+func (w *Worker) post(ctx context.Context, o outgoing) (a attempt) {
 	a.startedAt = w.now()
 	a.job = trace.SpanContextFromContext(ctx)
 	defer func() { a.duration = w.now().Sub(a.startedAt) }()
 
-	ctx, cancel := context.WithTimeout(ctx, w.timeout)
+	timeout := w.timeoutFor(o.options)
+	ctx, cancel := context.WithTimeout(ctx, timeout)
 	defer cancel()
 	var lookups lookupWatch
 	ctx = httptrace.WithClientTrace(ctx, lookups.trace())
-	req, err := http.NewRequestWithContext(ctx, http.MethodPost, target, bytes.NewReader(body))
+	req, err := http.NewRequestWithContext(ctx, http.MethodPost, o.target, bytes.NewReader(o.body))
 	if err != nil {
 		a.result.Err = fmt.Errorf("the endpoint URL cannot be requested (%v); fix the endpoint's URL", unwrapURLError(err))
 		return a
 	}
-	req.Header.Set("Content-Type", "application/json")
-	req.Header.Set("User-Agent", w.userAgent)
-	if secretsErr != nil {
-		a.result.Err = &Fault{Cause: FaultSecrets, Err: fmt.Errorf("not sent, could not read the endpoint's signing secrets: %w", secretsErr)}
+	custom, secretNames, err := w.customHeaders(o.endpointID, o.options)
+	if err != nil {
+		a.result.Err = &Fault{Cause: FaultSecrets, Err: fmt.Errorf("not sent, could not read the endpoint's custom headers: %w", err)}
 		return a
 	}
-	if err := signing.SignHeaders(req.Header, MessageHeaderID(messageID), a.startedAt, body, secrets...); err != nil {
+	// The store refuses custom headers Herald sets itself, so none of the
+	// headers below overwrites one.
+	for name, values := range custom {
+		req.Header[name] = values
+	}
+	req.Header.Set("Content-Type", "application/json")
+	req.Header.Set("User-Agent", w.userAgent)
+	if o.secretsErr != nil {
+		a.result.Err = &Fault{Cause: FaultSecrets, Err: fmt.Errorf("not sent, could not read the endpoint's signing secrets: %w", o.secretsErr)}
+		return a
+	}
+	if err := signing.SignHeaders(req.Header, MessageHeaderID(o.messageID), a.startedAt, o.body, o.secrets...); err != nil {
 		a.result.Err = &Fault{Cause: FaultSigning, Err: fmt.Errorf("not sent, could not sign: %w", err)}
 		return a
 	}
@@ -104,10 +133,13 @@ func (w *Worker) post(ctx context.Context, target string, messageID uuid.UUID, b
 	for name := range req.Header {
 		a.headers[strings.ToLower(name)] = sanitize.Text(req.Header.Get(name), MaxHeaderStored)
 	}
+	for _, name := range secretNames {
+		a.headers[strings.ToLower(name)] = maskedValue
+	}
 
 	resp, err := w.client.Do(req)
 	if err != nil {
-		a.result.Err = w.describeError(err, &lookups)
+		a.result.Err = w.describeError(err, &lookups, timeout)
 		return a
 	}
 	defer resp.Body.Close()
@@ -126,14 +158,14 @@ func (w *Worker) post(ctx context.Context, target string, messageID uuid.UUID, b
 // describeError words a transport error without the request URL, which may
 // carry a token in its query. An error of Herald's resolver (see
 // resolverFault) is a *Fault.
-func (w *Worker) describeError(err error, lookups *lookupWatch) error {
+func (w *Worker) describeError(err error, lookups *lookupWatch, timeout time.Duration) error {
 	err = unwrapURLError(err)
-	if fault := lookups.resolverFault(err, w.timeout); fault != nil {
+	if fault := lookups.resolverFault(err, timeout); fault != nil {
 		return fault
 	}
 	var netErr net.Error
 	if errors.Is(err, context.DeadlineExceeded) || (errors.As(err, &netErr) && netErr.Timeout()) {
-		return fmt.Errorf("timed out after %s", w.timeout)
+		return fmt.Errorf("timed out after %s", timeout)
 	}
 	return err
 }

@@ -93,6 +93,7 @@ func run(args []string) error {
 			Secrets:                st,
 			Policy:                 s.policy,
 			Timeout:                s.timeout,
+			EndpointBounds:         s.endpointBounds,
 			MaxInflightPerEndpoint: s.maxInflight,
 			OrderedHeadLimit:       s.headLimit,
 			Transport:              guard.Transport(),

@@ -35,6 +35,7 @@ type settings struct {
 	partitionInterval time.Duration
 	retention         time.Duration
 	policy            schedule.Policy
+	endpointBounds    schedule.Bounds
 	logFormat         flagenv.LogFormat
 }
 
@@ -69,7 +70,7 @@ func (s *settings) register(fs *flagenv.FlagSet) {
 		"attempts to one endpoint this process runs at once; more wait without holding a worker")
 	fs.Env("max-inflight-per-endpoint", "HERALD_MAX_INFLIGHT_PER_ENDPOINT")
 	fs.DurationVar(&s.rescueAfter, "rescue-stuck-after", dispatcher.DefaultRescueStuckJobsAfter,
-		"run a delivery again when its dispatcher has not finished it after this long (it died); must exceed twice --timeout")
+		"run a delivery again when its dispatcher has not finished it after this long (it died); must exceed twice the longer of --timeout and --endpoint-max-timeout")
 	fs.Env("rescue-stuck-after", "HERALD_RESCUE_STUCK_AFTER")
 	fs.DurationVar(&s.reconcile, "reconcile-interval", dispatcher.DefaultReconcileInterval,
 		"how often one dispatcher gives a new job to pending deliveries whose job ended without settling them (discarded, cancelled)")
@@ -99,6 +100,7 @@ func (s *settings) register(fs *flagenv.FlagSet) {
 	fs.DurationVar(&s.policy.MaxRetryAfter, "max-retry-after", schedule.DefaultMaxRetryAfter,
 		"longest wait a receiver's Retry-After can impose; negative ignores Retry-After")
 	fs.Env("max-retry-after", "HERALD_MAX_RETRY_AFTER")
+	fs.EndpointBoundsVar(&s.endpointBounds)
 
 	fs.DurationVar(&s.partitionInterval, "partition-interval", retention.DefaultInterval,
 		"time range of each new partition of history (messages, deliveries, attempts), aligned to UTC midnight for a day; at least 1m")
@@ -125,6 +127,9 @@ func (s *settings) check() error {
 		if p.value <= 0 {
 			errs = append(errs, fmt.Errorf("%s must be positive, got %s", p.flag, p.value))
 		}
+	}
+	if err := s.endpointBounds.Check(); err != nil {
+		errs = append(errs, fmt.Errorf("--endpoint-*: %w", err))
 	}
 	if s.headLimit < 0 {
 		errs = append(errs, fmt.Errorf("--ordered-head-limit must not be negative (0 means --retry-window), got %s", s.headLimit))
