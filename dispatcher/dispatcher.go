@@ -126,7 +126,7 @@ type Config struct {
 	PollInterval time.Duration
 	// RescueStuckJobsAfter is how long a delivery job may run before River
 	// runs it again, assuming its process died. It must exceed the job
-	// timeout (twice the HTTP timeout). Defaults to 3 minutes. Zero
+	// timeout (delivery.Worker.JobTimeout). Defaults to 3 minutes. Zero
 	// means the default.
 	RescueStuckJobsAfter time.Duration
 	// ReconcileInterval is how often the reconciler runs: one dispatcher
@@ -233,7 +233,7 @@ func New(cfg Config) (*Dispatcher, error) {
 	pollInterval := cmp.Or(cfg.PollInterval, DefaultPollInterval)
 	rescueAfter := cmp.Or(cfg.RescueStuckJobsAfter, DefaultRescueStuckJobsAfter)
 	if rescueAfter <= worker.JobTimeout() {
-		return nil, fmt.Errorf("dispatcher: RescueStuckJobsAfter (%s) must exceed the job timeout (%s, twice the HTTP timeout), or running attempts would be sent twice; raise it or lower the HTTP timeout",
+		return nil, fmt.Errorf("dispatcher: RescueStuckJobsAfter (%s) must exceed the job timeout (%s, twice the longer of the HTTP timeout and the longest endpoint timeout), or running attempts would be sent twice; raise it or lower those timeouts",
 			rescueAfter, worker.JobTimeout())
 	}
 

@@ -28,6 +28,7 @@ type endpointForm struct {
 	OtherTypes  string
 	// Ordering is chosen on the create form only.
 	Ordering store.Ordering
+	optionsForm
 }
 
 // eventTypeInfo is an entry of the event-type catalogue.
@@ -56,6 +57,7 @@ func readEndpointForm(r *http.Request) endpointForm {
 		EventTypes:  r.PostForm["event_types"],
 		OtherTypes:  r.PostFormValue("other_types"),
 		Ordering:    store.Ordering(r.PostFormValue("ordering")),
+		optionsForm: readOptionsForm(r),
 	}
 }
 
@@ -107,6 +109,13 @@ func (p *Portal) renderEndpointForm(w http.ResponseWriter, r *http.Request, s *s
 	if data.Catalogue, err = p.catalogue(r); err != nil {
 		return err
 	}
+	// Secret values are write-only: a form shown again after a refusal
+	// asks for them again rather than echo them into the page.
+	for i := range data.Form.Headers {
+		if data.Form.Headers[i].Secret {
+			data.Form.Headers[i].Value = ""
+		}
+	}
 	title := "Add an endpoint"
 	if data.Editing() {
 		title = "Edit endpoint"
@@ -127,6 +136,12 @@ func refused(err error, data *endpointFormPage) bool {
 	return true
 }
 
+// formRefused is data with the form's own refusal of a field.
+func formRefused(data endpointFormPage, verr *store.ValidationError) endpointFormPage {
+	refused(verr, &data)
+	return data
+}
+
 func fieldLabel(field string) string {
 	switch field {
 	case "url":
@@ -137,23 +152,39 @@ func fieldLabel(field string) string {
 		return "The event types:"
 	case "ordering":
 		return "The delivery order"
+	case "filter":
+		return "The filter"
+	case "channels":
+		return "The channels:"
+	case "headers":
+		return "The headers:"
+	case "timeout_seconds":
+		return "The timeout"
 	default:
 		return field + ":"
 	}
 }
 
 func (p *Portal) newEndpoint(w http.ResponseWriter, r *http.Request, s *session) error {
-	return p.renderEndpointForm(w, r, s, http.StatusOK, endpointFormPage{})
+	return p.renderEndpointForm(w, r, s, http.StatusOK, endpointFormPage{Form: endpointForm{optionsForm: optionsForm{}.withSpareRows()}})
 }
 
 func (p *Portal) createEndpoint(w http.ResponseWriter, r *http.Request, s *session) error {
 	form := readEndpointForm(r)
+	timeout, bad := form.timeout()
+	if bad != nil {
+		return p.renderEndpointForm(w, r, s, http.StatusUnprocessableEntity, formRefused(endpointFormPage{Form: form}, bad))
+	}
 	e, err := p.store.CreateEndpoint(r.Context(), store.NewEndpoint{
 		TenantID:    s.TenantID,
 		URL:         form.URL,
 		Description: form.Description,
 		EventTypes:  form.subscription(),
 		Ordering:    form.Ordering,
+		Channels:    form.channels(),
+		Filter:      form.Filter,
+		Headers:     form.headers(),
+		Timeout:     timeout,
 	})
 	if err != nil {
 		data := endpointFormPage{Form: form}
@@ -178,7 +209,14 @@ func (p *Portal) editEndpoint(w http.ResponseWriter, r *http.Request, s *session
 	if err != nil {
 		return err
 	}
-	return p.renderEndpointForm(w, r, s, http.StatusOK, endpointFormPage{ID: e.ID, Form: formFor(e, catalogue)})
+	// The store shows the options as the API does: secret values masked.
+	options, err := p.store.GetEndpoint(r.Context(), e.ID)
+	if err != nil {
+		return err
+	}
+	form := formFor(e, catalogue)
+	form.optionsForm = optionsFormFor(options)
+	return p.renderEndpointForm(w, r, s, http.StatusOK, endpointFormPage{ID: e.ID, Form: form})
 }
 
 func (p *Portal) updateEndpoint(w http.ResponseWriter, r *http.Request, s *session) error {
@@ -187,8 +225,13 @@ func (p *Portal) updateEndpoint(w http.ResponseWriter, r *http.Request, s *sessi
 		return err
 	}
 	form := readEndpointForm(r)
-	types := form.subscription()
-	_, err = p.store.UpdateEndpoint(r.Context(), e.ID, store.EndpointUpdate{URL: &form.URL, Description: &form.Description, EventTypes: &types})
+	types, channels, headers := form.subscription(), form.channels(), form.headers()
+	timeout, bad := form.timeout()
+	if bad != nil {
+		return p.renderEndpointForm(w, r, s, http.StatusUnprocessableEntity, formRefused(endpointFormPage{ID: e.ID, Form: form}, bad))
+	}
+	_, err = p.store.UpdateEndpoint(r.Context(), e.ID, store.EndpointUpdate{URL: &form.URL, Description: &form.Description, EventTypes: &types,
+		Channels: &channels, Filter: &form.Filter, Headers: &headers, Timeout: &timeout})
 	if err != nil {
 		data := endpointFormPage{ID: e.ID, Form: form}
 		if refused(err, &data) {
