@@ -43,6 +43,11 @@ func TestBrowserEndpointFormFilterAndHeaders(t *testing.T) {
 	tb.do("type the secret again", chromedp.SendKeys(chromedp.CSS(`input[name="header_value_0"]`), "sk_live_123"))
 	tb.clickAndLoad("add the endpoint", `main form button[type="submit"]`)
 	require.Contains(t, tb.text(".flash"), "Endpoint added.")
+	facts := tb.text("dl.facts")
+	require.Contains(t, facts, "data.amount >= 100")
+	require.Contains(t, facts, "X-Api-Key: ********")
+	require.Contains(t, facts, "X-Region: eu")
+	require.NotContains(t, tb.html(), "sk_live_123", "the endpoint page masks the secret")
 
 	for _, amount := range []int{50, 150} {
 		_, err := outbox.PublishPool(context.Background(), b.pool, outbox.Message{Tenant: "acme", Type: "invoice.paid", ObjectID: "inv_" + strconv.Itoa(amount), Data: map[string]any{"amount": amount}})
