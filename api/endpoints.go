@@ -10,6 +10,7 @@ import (
 	"github.com/google/uuid"
 	"github.com/jackc/pgx/v5"
 
+	"github.com/heraldhq/herald/endpointauth"
 	"github.com/heraldhq/herald/erasure"
 	"github.com/heraldhq/herald/internal/page"
 	"github.com/heraldhq/herald/replay"
@@ -47,16 +48,45 @@ type Endpoint struct {
 	DisabledAt     *time.Time     `json:"disabled_at,omitempty"`
 	FailingSince   *time.Time     `json:"failing_since,omitempty"`
 	LastSuccessAt  *time.Time     `json:"last_success_at,omitempty"`
-	CreatedAt      time.Time      `json:"created_at"`
-	UpdatedAt      time.Time      `json:"updated_at"`
+	// Breaker is the endpoint's breaker (health.BreakerThreshold).
+	Breaker   Breaker   `json:"breaker"`
+	CreatedAt time.Time `json:"created_at"`
+	UpdatedAt time.Time `json:"updated_at"`
+	// Authentication and TLS are shown masked, absent when not set (see
+	// endpoint_auth.go).
+	Authentication *endpointauth.Authentication `json:"authentication,omitempty"`
+	TLS            *TLSView                     `json:"tls,omitempty"`
 }
 
+// Breaker shows an endpoint's breaker. State is "closed", or "open" once
+// health.BreakerThreshold attempts in a row got no answer (timed out or
+// could not connect): the dispatchers then send one probe at a time, and
+// the endpoint's other deliveries wait, until an attempt is answered.
+type Breaker struct {
+	State string `json:"state"`
+	// UnansweredInARow counts the latest attempts in a row that got no
+	// answer, up to the threshold.
+	UnansweredInARow int `json:"unanswered_in_a_row"`
+	// OpenedAt is when it opened; absent while closed.
+	OpenedAt *time.Time `json:"opened_at,omitempty"`
+}
+
+// The states of Breaker.
+const (
+	BreakerClosed = "closed"
+	BreakerOpen   = "open"
+)
+
 func endpointView(e store.Endpoint) Endpoint {
+	breaker := Breaker{State: BreakerClosed, UnansweredInARow: e.UnreachableStreak, OpenedAt: e.BreakerOpenedAt}
+	if e.BreakerOpenedAt != nil {
+		breaker.State = BreakerOpen
+	}
 	return Endpoint{
 		ID: e.ID, TenantID: e.TenantID, URL: e.URL, Description: e.Description, EventTypes: e.EventTypes,
 		RateLimit: e.RateLimit, Channels: e.Channels, Filter: e.Filter, Headers: headersView(e.Headers),
 		TimeoutSeconds: timeoutView(e.Timeout), RetryPolicy: retryPolicyView(e.RetryPolicy), Ordering: e.Ordering, Enabled: e.Enabled, DisabledReason: e.DisabledReason, DisabledAt: e.DisabledAt,
-		FailingSince: e.FailingSince, LastSuccessAt: e.LastSuccessAt, CreatedAt: e.CreatedAt, UpdatedAt: e.UpdatedAt,
+		FailingSince: e.FailingSince, LastSuccessAt: e.LastSuccessAt, Breaker: breaker, CreatedAt: e.CreatedAt, UpdatedAt: e.UpdatedAt,
 	}
 }
 
@@ -79,6 +109,7 @@ type createEndpointRequest struct {
 	// Secret is optional: a whsec_ secret, or a whsk_ key for ed25519
 	// signatures. Empty means Herald generates a whsec_ secret.
 	Secret string `json:"secret"`
+	credentialsRequest
 }
 
 type updateEndpointRequest struct {
@@ -101,6 +132,7 @@ type updateEndpointRequest struct {
 	RetryPolicy *RetryPolicy `json:"retry_policy"`
 	// Ordering may only repeat the endpoint's: it is chosen at creation.
 	Ordering *store.Ordering `json:"ordering"`
+	credentialsRequest
 }
 
 type disableEndpointRequest struct {
@@ -147,8 +179,13 @@ func (s *Server) listEndpoints(w http.ResponseWriter, r *http.Request) error {
 		return err
 	}
 	out := page.Page[Endpoint]{Items: make([]Endpoint, len(endpoints.Items))}
+	views := make([]*Endpoint, len(endpoints.Items))
 	for i, e := range endpoints.Items {
 		out.Items[i] = endpointView(e)
+		views[i] = &out.Items[i]
+	}
+	if err := s.withCredentials(r.Context(), views...); err != nil {
+		return err
 	}
 	if endpoints.More {
 		last := endpoints.Items[len(endpoints.Items)-1]
@@ -187,12 +224,22 @@ func (s *Server) createEndpoint(w http.ResponseWriter, r *http.Request) error {
 		}
 		n.Secret = secret
 	}
-	e, err := s.store.CreateEndpoint(r.Context(), n)
+	credentials, err := req.change()
+	if err != nil {
+		return err
+	}
+	var e store.Endpoint
+	err = pgx.BeginFunc(r.Context(), s.pool, func(tx pgx.Tx) error {
+		if e, err = s.store.CreateEndpointTx(r.Context(), tx, n); err != nil {
+			return err
+		}
+		return s.store.SetCredentialsTx(r.Context(), tx, e.ID, credentials)
+	})
 	if err != nil {
 		return err
 	}
 	w.Header().Set("Location", fmt.Sprintf("/v1/tenants/%s/endpoints/%s", e.TenantID, e.ID))
-	return writeJSON(w, http.StatusCreated, endpointView(e))
+	return s.writeEndpoint(w, r, http.StatusCreated, e)
 }
 
 func (s *Server) getEndpoint(w http.ResponseWriter, r *http.Request) error {
@@ -204,7 +251,7 @@ func (s *Server) getEndpoint(w http.ResponseWriter, r *http.Request) error {
 	if err != nil {
 		return err
 	}
-	return writeJSON(w, http.StatusOK, endpointView(e))
+	return s.writeEndpoint(w, r, http.StatusOK, e)
 }
 
 func (s *Server) updateEndpoint(w http.ResponseWriter, r *http.Request) error {
@@ -248,11 +295,21 @@ func (s *Server) updateEndpoint(w http.ResponseWriter, r *http.Request) error {
 		}
 		u.RetryPolicy = &p
 	}
-	e, err := s.store.UpdateEndpoint(r.Context(), id, u)
+	credentials, err := req.change()
 	if err != nil {
 		return err
 	}
-	return writeJSON(w, http.StatusOK, endpointView(e))
+	var e store.Endpoint
+	err = pgx.BeginFunc(r.Context(), s.pool, func(tx pgx.Tx) error {
+		if e, err = s.store.UpdateEndpointTx(r.Context(), tx, id, u); err != nil {
+			return err
+		}
+		return s.store.SetCredentialsTx(r.Context(), tx, id, credentials)
+	})
+	if err != nil {
+		return err
+	}
+	return s.writeEndpoint(w, r, http.StatusOK, e)
 }
 
 // deleteEndpoint starts the endpoint's erasure and answers with it (see
@@ -288,7 +345,7 @@ func (s *Server) enableEndpoint(w http.ResponseWriter, r *http.Request) error {
 	if err != nil {
 		return err
 	}
-	return writeJSON(w, http.StatusOK, endpointView(e))
+	return s.writeEndpoint(w, r, http.StatusOK, e)
 }
 
 func (s *Server) disableEndpoint(w http.ResponseWriter, r *http.Request) error {
@@ -307,7 +364,7 @@ func (s *Server) disableEndpoint(w http.ResponseWriter, r *http.Request) error {
 	if err != nil {
 		return err
 	}
-	return writeJSON(w, http.StatusOK, endpointView(e))
+	return s.writeEndpoint(w, r, http.StatusOK, e)
 }
 
 func (s *Server) revealSecret(w http.ResponseWriter, r *http.Request) error {

@@ -1,9 +1,11 @@
 package api_test
 
 import (
+	"context"
 	"net/http"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/stretchr/testify/require"
 
@@ -157,4 +159,30 @@ func TestEndpointOrderingOverHTTP(t *testing.T) {
 	b.do(t, b.acme, "POST", path+"/enable", nil).Decode(t, &got)
 	require.True(t, got.Enabled)
 	require.Equal(t, "object", got.Ordering)
+}
+
+// The endpoint's breaker shows in its JSON: closed with its count of
+// unanswered attempts, open with the time it opened; enabling the
+// endpoint closes it.
+func TestEndpointBreakerOverHTTP(t *testing.T) {
+	t.Parallel()
+	b := setup(t)
+	e := b.createEndpoint(t, b.acme, "acme", map[string]any{"url": "https://example.com/hook"})
+	path := "/v1/tenants/acme/endpoints/" + e.ID
+	var got struct {
+		Breaker map[string]any `json:"breaker"`
+	}
+	b.do(t, b.acme, "GET", path, nil).Decode(t, &got)
+	require.Equal(t, map[string]any{"state": "closed", "unanswered_in_a_row": 0.0}, got.Breaker)
+
+	opened := time.Date(2026, 1, 2, 3, 4, 5, 0, time.UTC)
+	_, err := b.pool.Exec(context.Background(), "UPDATE herald.endpoints SET unreachable_streak = 3, breaker_opened_at = $2 WHERE id = $1", e.ID, opened)
+	require.NoError(t, err)
+	b.do(t, b.acme, "GET", path, nil).Decode(t, &got)
+	require.Equal(t, map[string]any{"state": "open", "unanswered_in_a_row": 3.0, "opened_at": "2026-01-02T03:04:05Z"}, got.Breaker)
+
+	b.do(t, b.acme, "POST", path+"/disable", nil)
+	got.Breaker = nil
+	b.do(t, b.acme, "POST", path+"/enable", nil).Decode(t, &got)
+	require.Equal(t, map[string]any{"state": "closed", "unanswered_in_a_row": 0.0}, got.Breaker, "enabling starts the breaker afresh")
 }

@@ -126,7 +126,7 @@ func TestOpenAPIDocumentsLimits(t *testing.T) {
 	b.do(t, b.operator, "PATCH", "/v1/tenants/acme", map[string]any{"limits": map[string]any{
 		"max_endpoints": 5, "publish": map[string]any{"per_second": 1, "burst": 1}, "resend": map[string]any{"per_second": 1, "burst": 1},
 		"replay": map[string]any{"per_second": 1, "burst": 1}, "test_event": map[string]any{"per_second": 1, "burst": 1},
-		"retention_seconds": 7 * 24 * 3600,
+		"retention_seconds": 7 * 24 * 3600, "max_inflight": 4,
 	}}).Decode(t, &tenant)
 	require.Equal(t, documented("Tenant"), keys(tenant))
 	required := slices.Clone(doc.Components.Schemas["Tenant"].Required)

@@ -25,10 +25,13 @@ import (
 // operators only.
 const QueueDashboardPath = "/riverui"
 
-// queueDashboardCookie holds the operator API key a browser signed in to
-// the dashboard with: HttpOnly, SameSite=Strict, scoped to
-// QueueDashboardPath, Secure on TLS. Every request checks the key again, so
-// revoking it signs the browser out.
+// queueDashboardCookie holds the operator session (auth.OpenOperatorSession)
+// a browser signed in to the dashboard with: a random token, of which only
+// the hash is stored, never the operator key the person typed. HttpOnly,
+// SameSite=Strict, scoped to QueueDashboardPath, Secure on TLS. Every
+// request checks the session again, so it ends after
+// auth.DefaultOperatorSessionTTL (8 hours), at sign-out, or as soon as its
+// key is revoked.
 const queueDashboardCookie = "herald_operator"
 
 // NewQueueDashboard builds River UI on Herald's River schema and starts its
@@ -64,7 +67,7 @@ func NewQueueDashboard(ctx context.Context, pool *pgxpool.Pool, logger *slog.Log
 func (s *Server) queueDashboardRoutes(dashboard http.Handler) http.Handler {
 	mux := http.NewServeMux()
 	mux.HandleFunc("POST "+QueueDashboardPath+"/sign-in", s.queueDashboardSignIn)
-	mux.HandleFunc("POST "+QueueDashboardPath+"/sign-out", queueDashboardSignOut)
+	mux.HandleFunc("POST "+QueueDashboardPath+"/sign-out", s.queueDashboardSignOut)
 	mux.Handle(QueueDashboardPath+"/", s.requireOperatorBrowser(dashboard))
 	mux.Handle(QueueDashboardPath, http.RedirectHandler(QueueDashboardPath+"/", http.StatusSeeOther))
 	protected := http.NewCrossOriginProtection().Handler(mux)
@@ -76,27 +79,35 @@ func (s *Server) queueDashboardRoutes(dashboard http.Handler) http.Handler {
 	})
 }
 
-// requireOperatorBrowser lets through an operator API key, sent as a bearer
-// token or held in the dashboard's cookie. Without one a browser gets the
-// sign-in page (401); a key scoped to a tenant gets 403.
+// requireOperatorBrowser lets through an operator API key sent as a bearer
+// token, or an operator session held in the dashboard's cookie. Without
+// either a browser gets the sign-in page (401); a key scoped to a tenant
+// gets 403.
 func (s *Server) requireOperatorBrowser(next http.Handler) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		client := clientaddr.From(r)
 		if s.throttled(w, r, client, "the API key") {
 			return
 		}
-		token := ""
-		if scheme, t, _ := strings.Cut(r.Header.Get("Authorization"), " "); strings.EqualFold(scheme, "Bearer") {
-			token = strings.TrimSpace(t)
-		} else if c, err := r.Cookie(queueDashboardCookie); err == nil {
-			token = c.Value
-		}
-		if token == "" {
+		var p auth.Principal
+		if scheme, token, _ := strings.Cut(r.Header.Get("Authorization"), " "); strings.EqualFold(scheme, "Bearer") {
+			var ok bool
+			if p, ok = s.dashboardOperator(w, r, client, strings.TrimSpace(token)); !ok {
+				return
+			}
+		} else if c, err := r.Cookie(queueDashboardCookie); err == nil && c.Value != "" {
+			p, err = auth.AuthenticateOperatorSession(r.Context(), s.pool, c.Value)
+			switch {
+			case errors.Is(err, auth.ErrUnauthenticated):
+				s.throttle.Fail(client)
+				renderSignIn(w, http.StatusUnauthorized, "Your session has ended (it expired, you signed out, or its key was revoked). Sign in again with an operator API key.")
+				return
+			case err != nil:
+				writeProblem(w, r, s.asProblem(r, err))
+				return
+			}
+		} else {
 			renderSignIn(w, http.StatusUnauthorized, "")
-			return
-		}
-		p, ok := s.dashboardOperator(w, r, client, token)
-		if !ok {
 			return
 		}
 		if holder, ok := r.Context().Value(principalHolderKey{}).(*principalHolder); ok {
@@ -107,21 +118,27 @@ func (s *Server) requireOperatorBrowser(next http.Handler) http.Handler {
 }
 
 // queueDashboardSignIn checks the operator key posted by the sign-in page
-// and keeps it in the dashboard's cookie.
+// and opens an operator session for it, kept in the dashboard's cookie.
 func (s *Server) queueDashboardSignIn(w http.ResponseWriter, r *http.Request) {
 	client := clientaddr.From(r)
 	if s.throttled(w, r, client, "the API key") {
 		return
 	}
 	r.Body = http.MaxBytesReader(w, r.Body, 4<<10)
-	key := strings.TrimSpace(r.PostFormValue("key"))
-	if _, ok := s.dashboardOperator(w, r, client, key); !ok {
+	p, ok := s.dashboardOperator(w, r, client, strings.TrimSpace(r.PostFormValue("key")))
+	if !ok {
+		return
+	}
+	session, err := auth.OpenOperatorSession(r.Context(), s.pool, p, 0)
+	if err != nil {
+		writeProblem(w, r, s.asProblem(r, err))
 		return
 	}
 	http.SetCookie(w, &http.Cookie{
 		Name:     queueDashboardCookie,
-		Value:    key,
+		Value:    session.Token,
 		Path:     QueueDashboardPath,
+		Expires:  session.ExpiresAt,
 		HttpOnly: true,
 		Secure:   r.TLS != nil || strings.HasPrefix(s.publicURL, "https://"),
 		SameSite: http.SameSiteStrictMode,
@@ -129,7 +146,15 @@ func (s *Server) queueDashboardSignIn(w http.ResponseWriter, r *http.Request) {
 	http.Redirect(w, r, QueueDashboardPath+"/", http.StatusSeeOther)
 }
 
-func queueDashboardSignOut(w http.ResponseWriter, r *http.Request) {
+// queueDashboardSignOut ends the browser's operator session and forgets
+// its cookie.
+func (s *Server) queueDashboardSignOut(w http.ResponseWriter, r *http.Request) {
+	if c, err := r.Cookie(queueDashboardCookie); err == nil && c.Value != "" {
+		if err := auth.EndOperatorSession(r.Context(), s.pool, c.Value); err != nil {
+			writeProblem(w, r, s.asProblem(r, err))
+			return
+		}
+	}
 	http.SetCookie(w, &http.Cookie{Name: queueDashboardCookie, Value: "", Path: QueueDashboardPath, MaxAge: -1, HttpOnly: true, SameSite: http.SameSiteStrictMode})
 	renderSignIn(w, http.StatusOK, "Signed out.")
 }

@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/chromedp/chromedp"
+	"github.com/jackc/pgx/v5/pgxpool"
 	"github.com/stretchr/testify/require"
 
 	"github.com/heraldhq/herald/api"
@@ -33,6 +34,7 @@ const envUpdateScreenshots = "HERALD_UPDATE_SCREENSHOTS"
 // River client registers Herald's queue.
 type dashboardBundle struct {
 	server   *httptest.Server
+	pool     *pgxpool.Pool
 	operator string
 	tenant   string
 }
@@ -63,7 +65,7 @@ func setupDashboard(t *testing.T) *dashboardBundle {
 	})
 	_, err = st.CreateTenant(ctx, store.NewTenant{ID: "acme"})
 	require.NoError(t, err)
-	b := &dashboardBundle{server: server}
+	b := &dashboardBundle{server: server, pool: pool}
 	_, b.operator, err = auth.CreateAPIKey(ctx, pool, "", "operator")
 	require.NoError(t, err)
 	_, b.tenant, err = auth.CreateAPIKey(ctx, pool, "acme", "acme")
@@ -115,6 +117,78 @@ func TestQueueDashboardIsForOperatorsOnly(t *testing.T) {
 	require.NoError(t, resp.Body.Close())
 	require.Equal(t, http.StatusForbidden, resp.StatusCode, "a sign-in posted from another site")
 	require.Empty(t, resp.Cookies())
+}
+
+// signIn posts key to the sign-in form, as the page does, and returns the
+// response; its body is closed.
+func (b *dashboardBundle) signIn(t *testing.T, key string) *http.Response {
+	t.Helper()
+	noRedirects := &http.Client{CheckRedirect: func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse }}
+	resp, err := noRedirects.PostForm(b.server.URL+api.QueueDashboardPath+"/sign-in", url.Values{"key": {key}})
+	require.NoError(t, err)
+	require.NoError(t, resp.Body.Close())
+	return resp
+}
+
+// withCookie requests path with the dashboard's cookie set to c.
+func (b *dashboardBundle) withCookie(t *testing.T, method, path string, c *http.Cookie) *http.Response {
+	t.Helper()
+	req, err := http.NewRequest(method, b.server.URL+path, nil)
+	require.NoError(t, err)
+	req.AddCookie(c)
+	resp, err := http.DefaultClient.Do(req)
+	require.NoError(t, err)
+	require.NoError(t, resp.Body.Close())
+	return resp
+}
+
+// Signing in keeps an operator session in the browser, not the key: a
+// random token that expires, that signing out ends, and that revoking the
+// key ends at once.
+func TestQueueDashboardSignInOpensAnOperatorSession(t *testing.T) {
+	t.Parallel()
+	b := setupDashboard(t)
+	const queues = api.QueueDashboardPath + "/api/queues"
+
+	resp := b.signIn(t, b.operator)
+	require.Equal(t, http.StatusSeeOther, resp.StatusCode)
+	require.Len(t, resp.Cookies(), 1)
+	session := resp.Cookies()[0]
+	require.Equal(t, "herald_operator", session.Name)
+	require.True(t, strings.HasPrefix(session.Value, "hos_"), "an operator session's token: %s", session.Value)
+	require.NotContains(t, session.Value, b.operator, "the browser does not keep the key")
+	require.True(t, session.HttpOnly)
+	require.Equal(t, http.SameSiteStrictMode, session.SameSite)
+	require.Equal(t, api.QueueDashboardPath, session.Path)
+	require.WithinDuration(t, time.Now().Add(auth.DefaultOperatorSessionTTL), session.Expires, time.Minute)
+	require.Equal(t, http.StatusOK, b.withCookie(t, http.MethodGet, queues, session).StatusCode)
+	require.Equal(t, http.StatusUnauthorized, b.get(t, "/v1/tenants", session.Value).StatusCode, "the session opens the dashboard only, not the API")
+
+	resp = b.withCookie(t, http.MethodPost, api.QueueDashboardPath+"/sign-out", session)
+	require.Equal(t, http.StatusOK, resp.StatusCode)
+	require.Equal(t, http.StatusUnauthorized, b.withCookie(t, http.MethodGet, queues, session).StatusCode, "signed out, the old cookie opens nothing")
+	require.Equal(t, http.StatusUnauthorized, b.withCookie(t, http.MethodGet, queues, &http.Cookie{Name: "herald_operator", Value: b.operator}).StatusCode,
+		"a cookie holding the key itself is no session")
+
+	ctx := context.Background()
+	ops2, key2, err := auth.CreateAPIKey(ctx, b.pool, "", "second operator")
+	require.NoError(t, err)
+	session = b.signIn(t, key2).Cookies()[0]
+	require.Equal(t, http.StatusOK, b.withCookie(t, http.MethodGet, queues, session).StatusCode)
+	_, err = b.pool.Exec(ctx, "UPDATE herald.operator_sessions SET expires_at = now() - interval '1 second'")
+	require.NoError(t, err)
+	require.Equal(t, http.StatusUnauthorized, b.withCookie(t, http.MethodGet, queues, session).StatusCode, "an expired session")
+
+	session = b.signIn(t, key2).Cookies()[0]
+	require.Equal(t, http.StatusOK, b.withCookie(t, http.MethodGet, queues, session).StatusCode)
+	req, err := http.NewRequest(http.MethodDelete, b.server.URL+"/v1/api-keys/"+ops2.ID.String(), nil)
+	require.NoError(t, err)
+	req.Header.Set("Authorization", "Bearer "+b.operator)
+	resp, err = http.DefaultClient.Do(req)
+	require.NoError(t, err)
+	require.NoError(t, resp.Body.Close())
+	require.Equal(t, http.StatusOK, resp.StatusCode)
+	require.Equal(t, http.StatusUnauthorized, b.withCookie(t, http.MethodGet, queues, session).StatusCode, "revoking the key ends its sessions")
 }
 
 // An operator signs in on the dashboard's page with an operator key and

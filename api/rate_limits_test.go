@@ -215,6 +215,8 @@ func TestTenantLimitsAreOperatorManaged(t *testing.T) {
 		"test_event":    map[string]any{"per_second": 1.0, "burst": 10.0},
 		// The dispatchers' default --retention, 30 days.
 		"retention_seconds": 2592000.0,
+		// The dispatchers' default: half their workers, unknown here.
+		"max_inflight": nil,
 	}, tenant["limits"])
 	require.Equal(t, map[string]any{}, tenant["limit_overrides"])
 	require.Equal(t, 0.0, tenant["endpoint_count"])
@@ -232,6 +234,13 @@ func TestTenantLimitsAreOperatorManaged(t *testing.T) {
 	require.Equal(t, map[string]any{"max_endpoints": 500.0}, tenant["limit_overrides"])
 	require.Equal(t, map[string]any{"per_second": 100.0, "burst": 200.0}, tenant["limits"].(map[string]any)["publish"])
 
+	b.do(t, b.operator, "PATCH", "/v1/tenants/acme", map[string]any{"limits": map[string]any{"max_inflight": 20}}).Decode(t, &tenant)
+	require.Equal(t, 20.0, tenant["limit_overrides"].(map[string]any)["max_inflight"])
+	require.Equal(t, 20.0, tenant["limits"].(map[string]any)["max_inflight"])
+	b.do(t, b.operator, "PATCH", "/v1/tenants/acme", map[string]any{"limits": map[string]any{"max_inflight": nil}}).Decode(t, &tenant)
+	require.Nil(t, tenant["limits"].(map[string]any)["max_inflight"], "null brings the dispatchers' default back")
+	require.NotContains(t, tenant["limit_overrides"], "max_inflight")
+
 	for _, tt := range []struct {
 		limits         map[string]any
 		field, problem string
@@ -239,10 +248,13 @@ func TestTenantLimitsAreOperatorManaged(t *testing.T) {
 		{map[string]any{"max_endpoints": -1}, "limits.max_endpoints", "0 or more, or null for the default"},
 		{map[string]any{"max_endpoints": 2.5}, "limits.max_endpoints", "whole number"},
 		{map[string]any{"max_endpoints": 2_000_000}, "limits.max_endpoints", "from 0 to 1000000"},
+		{map[string]any{"max_inflight": 0}, "limits.max_inflight", "1 or more, or null for the dispatchers' default"},
+		{map[string]any{"max_inflight": "10"}, "limits.max_inflight", "whole number of attempts"},
+		{map[string]any{"max_inflight": 2_000_000}, "limits.max_inflight", "from 1 to 1000000"},
 		{map[string]any{"publish": map[string]any{"per_second": 0, "burst": 1}}, "limits.publish", "per_second is 0"},
 		{map[string]any{"publish": map[string]any{"per_second": 1}}, "limits.publish", "burst is 0"},
 		{map[string]any{"resend": map[string]any{"rate": 1}}, "limits.resend", `{"per_second": <number>, "burst": <whole number>}`},
-		{map[string]any{"deliver": nil}, "limits.deliver", "it holds max_endpoints, publish, resend, replay, test_event and retention_seconds"},
+		{map[string]any{"deliver": nil}, "limits.deliver", "it holds max_endpoints, max_inflight, publish, resend, replay, test_event and retention_seconds"},
 	} {
 		p := b.do(t, b.operator, "PATCH", "/v1/tenants/acme", map[string]any{"limits": tt.limits}).Problem(t, http.StatusUnprocessableEntity)
 		require.Equal(t, tt.field, p.Field, "%v", tt.limits)

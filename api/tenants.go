@@ -45,6 +45,10 @@ type TenantLimits struct {
 	// retention, or the dispatchers' --retention (retention.Settings).
 	// Never null.
 	RetentionSeconds *int64 `json:"retention_seconds"`
+	// MaxInflight is the tenant's own cap on its attempts running at once
+	// in each dispatcher; null means the dispatchers' default (half their
+	// --workers), which the api does not know.
+	MaxInflight *int `json:"max_inflight"`
 }
 
 // TenantLimitOverrides are the limits an operator set for a tenant.
@@ -55,6 +59,7 @@ type TenantLimitOverrides struct {
 	Replay           *limits.Rate `json:"replay,omitempty"`
 	TestEvent        *limits.Rate `json:"test_event,omitempty"`
 	RetentionSeconds *int64       `json:"retention_seconds,omitempty"`
+	MaxInflight      *int         `json:"max_inflight,omitempty"`
 }
 
 // seconds returns d in whole seconds, nil for nil.
@@ -86,6 +91,8 @@ func (s *Server) tenantView(t store.Tenant, kept retention.Settings) Tenant {
 		v.Limits.MaxEndpoints = &max
 	}
 	v.LimitOverrides.MaxEndpoints = t.Limits.MaxEndpoints
+	v.Limits.MaxInflight = t.Limits.MaxInflight
+	v.LimitOverrides.MaxInflight = t.Limits.MaxInflight
 	effective := kept.Effective(t.Limits.Retention)
 	v.Limits.RetentionSeconds = seconds(&effective)
 	v.LimitOverrides.RetentionSeconds = seconds(t.Limits.Retention)
@@ -133,6 +140,16 @@ func (req updateTenantRequest) storeUpdate() (store.TenantUpdate, error) {
 			u.Retention = &d
 			continue
 		}
+		if name == "max_inflight" {
+			max := -1
+			if !null {
+				if err := json.Unmarshal(raw, &max); err != nil || max < 1 {
+					return u, invalid(field, fmt.Sprintf("%s must be a whole number of attempts, 1 or more, or null for the dispatchers' default (got %s)", field, quoteRaw(raw)))
+				}
+			}
+			u.MaxInflight = &max
+			continue
+		}
 		if name == "max_endpoints" {
 			max := -1
 			if !null {
@@ -145,7 +162,7 @@ func (req updateTenantRequest) storeUpdate() (store.TenantUpdate, error) {
 		}
 		a, err := limits.ParseAction(name)
 		if err != nil {
-			return u, invalid(field, fmt.Sprintf("limits has no field %q; it holds max_endpoints, publish, resend, replay, test_event and retention_seconds", name))
+			return u, invalid(field, fmt.Sprintf("limits has no field %q; it holds max_endpoints, max_inflight, publish, resend, replay, test_event and retention_seconds", name))
 		}
 		if u.Rates == nil {
 			u.Rates = map[limits.Action]*limits.Rate{}

@@ -22,8 +22,22 @@ type Endpoint struct {
 	DisabledAt     *time.Time `json:"disabled_at,omitempty"`
 	FailingSince   *time.Time `json:"failing_since,omitempty"`
 	LastSuccessAt  *time.Time `json:"last_success_at,omitempty"`
-	CreatedAt      time.Time  `json:"created_at"`
-	UpdatedAt      time.Time  `json:"updated_at"`
+	// Breaker is the endpoint's breaker: "open" after 3 attempts in a row
+	// got no answer, when the dispatchers send one probe at a time.
+	Breaker   Breaker   `json:"breaker"`
+	CreatedAt time.Time `json:"created_at"`
+	UpdatedAt time.Time `json:"updated_at"`
+}
+
+// Breaker is an endpoint's breaker.
+type Breaker struct {
+	// State is "closed" or "open".
+	State string `json:"state"`
+	// UnansweredInARow counts the latest attempts in a row that got no
+	// answer, up to the threshold.
+	UnansweredInARow int `json:"unanswered_in_a_row"`
+	// OpenedAt is when it opened; nil while closed.
+	OpenedAt *time.Time `json:"opened_at,omitempty"`
 }
 
 // NewEndpoint is what CreateEndpoint sends.

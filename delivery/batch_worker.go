@@ -86,6 +86,7 @@ func (b *BatchWorker) Work(ctx context.Context, job *river.Job[BatchArgs]) (err 
 	if len(todo) == 0 {
 		return nil
 	}
+	w.inflight.learn(endpoint, todo[0].tenantID, todo[0].tenantMaxInflight, todo[0].unanswered)
 	if generation > 0 {
 		if err := w.checkAlone(ctx, job.JobRow, todo...); err != nil {
 			return err
@@ -106,7 +107,7 @@ func (b *BatchWorker) Work(ctx context.Context, job *river.Job[BatchArgs]) (err 
 		return w.handOff(ctx, todo, trigger, generation)
 	}
 
-	release, lanes, err := w.takeSlots(ctx, job.JobRow, endpoint, len(todo))
+	release, lanes, err := w.takeSlots(ctx, job.JobRow, todo[0], len(todo))
 	if err != nil {
 		return err
 	}

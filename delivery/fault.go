@@ -48,10 +48,19 @@ const (
 	FaultSecrets FaultCause = "secrets"
 	// FaultSigning: the secrets were read but could not sign.
 	FaultSigning FaultCause = "signing"
+	// FaultCredentials: the endpoint's authentication or mutual TLS
+	// settings could not be read or opened (the database failed,
+	// HERALD_SECRET_KEY is not the key they were sealed with).
+	FaultCredentials FaultCause = "credentials"
 	// FaultResolver: Herald's DNS resolver did not answer, or could not be
 	// reached, for the endpoint's host name. A name that does not exist,
 	// or that the resolver answers SERVFAIL for, is the endpoint's.
 	FaultResolver FaultCause = "resolver"
+	// FaultProxy: the egress proxy (--egress-proxy) could not be reached,
+	// broke off, or refused Herald's credentials
+	// (ssrf.ErrProxyUnavailable). A proxy that refuses or cannot reach
+	// one destination speaks of the endpoint.
+	FaultProxy FaultCause = "egress_proxy"
 	// FaultClock: this process's clock is too far from Postgres's for
 	// receivers to accept its timestamps (Config.Clock).
 	FaultClock FaultCause = "clock_skew"
@@ -62,7 +71,7 @@ const (
 	FaultDatabase FaultCause = "database"
 )
 
-var faultCauses = []FaultCause{FaultSecrets, FaultSigning, FaultResolver, FaultClock, FaultDatabase}
+var faultCauses = []FaultCause{FaultSecrets, FaultSigning, FaultCredentials, FaultResolver, FaultProxy, FaultClock, FaultDatabase}
 
 // Deferrals: when a job stopped by a Fault tries again.
 const (

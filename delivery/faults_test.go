@@ -7,6 +7,7 @@ import (
 	"log/slog"
 	"net"
 	"net/http"
+	"net/netip"
 	"strings"
 	"sync/atomic"
 	"testing"
@@ -18,6 +19,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/heraldhq/herald/delivery"
+	"github.com/heraldhq/herald/endpointauth"
 	"github.com/heraldhq/herald/health"
 	"github.com/heraldhq/herald/internal/secretbox"
 	"github.com/heraldhq/herald/internal/ssrf"
@@ -339,4 +341,70 @@ func TestRecordedAttemptsAreCountedInProcess(t *testing.T) {
 	}
 	require.Equal(t, map[string]float64{"succeeded": 1, "retry": 1, "exhausted": 0, "endpoint_gone": 0}, outcomes)
 	require.Equal(t, uint64(2), observed)
+}
+
+// switchableCredentials is a CredentialSource that asks whichever store it
+// holds.
+type switchableCredentials struct {
+	store atomic.Pointer[store.Store]
+}
+
+func (s *switchableCredentials) Credentials(ctx context.Context, endpointID uuid.UUID) (endpointauth.Credentials, error) {
+	return s.store.Load().Credentials(ctx, endpointID)
+}
+
+// Credentials that cannot be opened (another HERALD_SECRET_KEY) are
+// Herald's fault, as signing secrets are: nothing is sent, recorded or
+// charged, and the fault is counted as "credentials".
+func TestUnreadableCredentialsAreNotChargedToTheEndpoint(t *testing.T) {
+	t.Parallel()
+	credentials := &switchableCredentials{}
+	b, ctx := setupStepped(t, delivery.Config{Policy: fast, Credentials: credentials})
+	otherKey, err := secretbox.Parse(secretbox.Generate())
+	require.NoError(t, err)
+	wrong, err := store.New(b.pool, store.Config{Box: otherKey})
+	require.NoError(t, err)
+	credentials.store.Store(wrong)
+
+	r := webhooktest.NewReceiver(t, webhooktest.Status(200))
+	endpoint := b.endpoint(t, ctx, r.URL)
+	auth := &endpointauth.Authentication{Type: endpointauth.Bearer, Token: "t"}
+	require.NoError(t, b.store.SetCredentials(ctx, endpoint, store.CredentialsChange{Authentication: &auth}))
+	id := b.pendingDelivery(t, ctx, b.message(t, ctx), endpoint)
+
+	result, err := b.worker.Work(ctx, t, b.tx, delivery.Args{DeliveryID: id, EndpointID: endpoint}, nil)
+	require.NoError(t, err)
+	require.Equal(t, river.EventKindJobSnoozed, result.EventKind, "deferred")
+	b.notCharged(t, ctx, id, endpoint)
+	require.Zero(t, r.Count())
+	require.Equal(t, 1.0, faults(t, b.metrics, delivery.FaultCredentials))
+
+	credentials.store.Store(b.store)
+	result, err = b.worker.WorkJob(ctx, t, b.tx, result.Job)
+	require.NoError(t, err)
+	require.Equal(t, 1, r.Count(), "sent once the credentials open")
+	require.Equal(t, "Bearer t", r.Requests()[0].Header.Get("Authorization"))
+}
+
+// An egress proxy that cannot be reached is Herald's fault: nothing is
+// charged to the endpoint, and the fault is counted as "egress_proxy".
+func TestUnreachableEgressProxyIsNotChargedToTheEndpoint(t *testing.T) {
+	t.Parallel()
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	require.NoError(t, err)
+	require.NoError(t, ln.Close()) // nothing listens at the proxy's address
+	proxy, err := ssrf.ParseProxy("http://" + ln.Addr().String())
+	require.NoError(t, err)
+	guard := ssrf.New(netip.MustParsePrefix("127.0.0.0/8"))
+	b, ctx := setupStepped(t, delivery.Config{Policy: fast, Transport: guard.ProxyTransport(proxy)})
+
+	r := webhooktest.NewReceiver(t, webhooktest.Status(200))
+	endpoint := b.endpoint(t, ctx, r.URL)
+	id := b.pendingDelivery(t, ctx, b.message(t, ctx), endpoint)
+	result, err := b.worker.Work(ctx, t, b.tx, delivery.Args{DeliveryID: id, EndpointID: endpoint}, nil)
+	require.NoError(t, err)
+	require.Equal(t, river.EventKindJobSnoozed, result.EventKind, "deferred")
+	b.notCharged(t, ctx, id, endpoint)
+	require.Zero(t, r.Count())
+	require.Equal(t, 1.0, faults(t, b.metrics, delivery.FaultProxy))
 }

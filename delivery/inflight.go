@@ -8,8 +8,11 @@ import (
 	"time"
 
 	"github.com/google/uuid"
+	"github.com/prometheus/client_golang/prometheus"
 	"github.com/riverqueue/river"
 	"github.com/riverqueue/river/rivertype"
+
+	"github.com/heraldhq/herald/health"
 )
 
 // FirstBusySnooze is the mean delay after which a job held back by its
@@ -38,33 +41,172 @@ const BusyPatience = 50 * time.Millisecond
 // row the in-flight cap held it back.
 const busyMetadataKey = "herald_busy"
 
-// inflight counts the attempts running per endpoint in this process and
-// refuses one over the cap, so that a slow or dead endpoint can hold at most
-// cap of the worker pool's slots while its requests wait for their timeout.
+// inflight counts the attempts running in this process per endpoint and
+// per tenant and refuses one over a cap, so that a slow or dead endpoint
+// can hold at most its cap of the worker pool's slots while its requests
+// wait for their timeout, and one tenant at most its own cap, whatever its
+// endpoints do. The caps are per process because what they protect is the
+// process's own worker pool; with N dispatchers a tenant may hold N times
+// its cap, never more than its share of each.
+//
+// Each cap:
+//
+//   - per endpoint, cap (Config.MaxInflightPerEndpoint), or 1 while the
+//     endpoint's breaker is open (health.BreakerThreshold attempts in a row
+//     unanswered): one probe at a time;
+//   - per tenant, tenantCap (Config.MaxInflightPerTenant) unless the
+//     tenant has its own (tenants.max_inflight);
+//   - per tenant again, half its cap (at least one) for the probes of all
+//     its endpoints behind open breakers together, so that a tenant's dead
+//     endpoints leave its healthy ones the other half.
+//
+// What it knows of an endpoint (its tenant, the tenant's cap, its
+// unanswered streak) it learns from each load of one of its deliveries
+// and from each attempt it records, so that a job is held back before it
+// reads anything when the endpoint or its tenant is known to be full.
 type inflight struct {
-	cap int
+	cap       int
+	tenantCap int
 
 	mu sync.Mutex
 	// running holds, per endpoint with attempts running, when each began.
 	running map[uuid.UUID][]time.Time
-	// waiting holds, per endpoint, the jobs waiting for room in the order
-	// they came: a released slot wakes one of them, not all, so that a
-	// slot is not raced for by jobs that would each read their deliveries
-	// and all but one be held back.
-	waiting map[uuid.UUID][]chan struct{}
+	// tenants holds, per tenant with attempts running, how many run and
+	// how many of them are probes of open breakers.
+	tenants map[string]tenantRunning
+	// known holds what was last learned of each endpoint.
+	known map[uuid.UUID]endpointState
+	// waiting holds, per endpoint (a uuid.UUID) or per tenant (a string),
+	// the jobs waiting for room in the order they came: a released slot
+	// wakes one of them, not all, so that a slot is not raced for by jobs
+	// that would each read their deliveries and all but one be held back.
+	waiting map[any][]chan struct{}
+	// open counts the endpoints of known whose breaker is open.
+	open prometheus.Gauge
 }
 
-func newInflight(cap int) *inflight {
-	return &inflight{cap: cap, running: make(map[uuid.UUID][]time.Time), waiting: make(map[uuid.UUID][]chan struct{})}
+// tenantRunning is what a tenant has running.
+type tenantRunning struct {
+	attempts, probes int
 }
 
-// waitForRoom reports whether endpoint has fewer than cap attempts
-// running, waiting up to patience for a slot to be released to it. It
-// reserves nothing: a job uses it to be held back before it reads its
-// delivery, and takes its slot after.
+// endpointState is what inflight learned of an endpoint.
+type endpointState struct {
+	tenant string
+	// tenantCap is the tenant's own cap; 0 means inflight's tenantCap.
+	tenantCap int
+	// unanswered counts its latest attempts in a row that got no answer.
+	unanswered int
+}
+
+func (e endpointState) breakerOpen() bool { return e.unanswered >= health.BreakerThreshold }
+
+// maxKnown bounds how many endpoints inflight remembers; past it, it
+// forgets them all and learns again from the next loads. Forgetting an
+// endpoint only delays holding its jobs back until one is loaded.
+const maxKnown = 100_000
+
+func newInflight(cap, tenantCap int, open prometheus.Gauge) *inflight {
+	return &inflight{
+		cap: cap, tenantCap: tenantCap,
+		running: make(map[uuid.UUID][]time.Time), tenants: make(map[string]tenantRunning),
+		known: make(map[uuid.UUID]endpointState), waiting: make(map[any][]chan struct{}),
+		open: open,
+	}
+}
+
+// learn records what a load read of endpoint: its tenant, the tenant's
+// own cap (0: none) and the endpoint's unanswered streak.
+func (f *inflight) learn(endpoint uuid.UUID, tenant string, tenantCap, unanswered int) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	if len(f.known) >= maxKnown {
+		if _, ok := f.known[endpoint]; !ok {
+			f.known = make(map[uuid.UUID]endpointState)
+			f.open.Set(0)
+		}
+	}
+	f.set(endpoint, endpointState{tenant: tenant, tenantCap: tenantCap, unanswered: unanswered})
+}
+
+// observe records an attempt to endpoint this process recorded: answered
+// or not. An answer closes the endpoint's breaker.
+func (f *inflight) observe(endpoint uuid.UUID, answered bool) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	e, ok := f.known[endpoint]
+	if !ok {
+		return
+	}
+	wasOpen := e.breakerOpen()
+	if answered {
+		e.unanswered = 0
+	} else {
+		e.unanswered = min(e.unanswered+1, health.BreakerThreshold)
+	}
+	f.set(endpoint, e)
+	if wasOpen && answered {
+		// Its jobs waiting behind the breaker may go now.
+		f.wake(endpoint, f.cap)
+	}
+}
+
+// set stores e for endpoint and keeps the gauge of open breakers. f.mu
+// must be held.
+func (f *inflight) set(endpoint uuid.UUID, e endpointState) {
+	was := f.known[endpoint].breakerOpen()
+	f.known[endpoint] = e
+	switch {
+	case e.breakerOpen() && !was:
+		f.open.Inc()
+	case !e.breakerOpen() && was:
+		f.open.Dec()
+	}
+}
+
+// limits returns endpoint's cap, its tenant ("" when unknown), the
+// tenant's cap and its cap of probes. f.mu must be held.
+func (f *inflight) limits(endpoint uuid.UUID) (endpointCap int, e endpointState, tenantCap, probeCap int) {
+	e = f.known[endpoint]
+	endpointCap = f.cap
+	if e.breakerOpen() {
+		endpointCap = 1
+	}
+	tenantCap = f.tenantCap
+	if e.tenantCap > 0 {
+		tenantCap = e.tenantCap
+	}
+	return endpointCap, e, tenantCap, max(1, tenantCap/2)
+}
+
+// free returns how many more attempts endpoint may start now, and the
+// queue to wait in when none: the endpoint's when it is full, else its
+// tenant's. f.mu must be held.
+func (f *inflight) free(endpoint uuid.UUID) (n int, queue any) {
+	endpointCap, e, tenantCap, probeCap := f.limits(endpoint)
+	n = endpointCap - len(f.running[endpoint])
+	if n <= 0 || e.tenant == "" {
+		return n, endpoint
+	}
+	t := f.tenants[e.tenant]
+	room := tenantCap - t.attempts
+	if e.breakerOpen() {
+		room = min(room, probeCap-t.probes)
+	}
+	if room < n {
+		return room, e.tenant
+	}
+	return n, endpoint
+}
+
+// waitForRoom reports whether endpoint and its tenant have room for
+// another attempt, waiting up to patience for a slot to be released to
+// it. It reserves nothing: a job uses it to be held back before it reads
+// its delivery, and takes its slot after.
 func (f *inflight) waitForRoom(ctx context.Context, endpoint uuid.UUID, patience time.Duration) bool {
 	f.mu.Lock()
-	if len(f.running[endpoint]) < f.cap {
+	n, queue := f.free(endpoint)
+	if n > 0 {
 		f.mu.Unlock()
 		return true
 	}
@@ -73,7 +215,7 @@ func (f *inflight) waitForRoom(ctx context.Context, endpoint uuid.UUID, patience
 		return false
 	}
 	woken := make(chan struct{})
-	f.waiting[endpoint] = append(f.waiting[endpoint], woken)
+	f.waiting[queue] = append(f.waiting[queue], woken)
 	f.mu.Unlock()
 
 	t := time.NewTimer(patience)
@@ -86,57 +228,81 @@ func (f *inflight) waitForRoom(ctx context.Context, endpoint uuid.UUID, patience
 	}
 	f.mu.Lock()
 	defer f.mu.Unlock()
-	queue := f.waiting[endpoint]
-	if i := slices.Index(queue, woken); i >= 0 {
-		f.setWaiting(endpoint, slices.Delete(queue, i, i+1))
+	waiting := f.waiting[queue]
+	if i := slices.Index(waiting, woken); i >= 0 {
+		f.setWaiting(queue, slices.Delete(waiting, i, i+1))
 		return false
 	}
 	// Woken as it gave up: the slot goes to the next in line.
-	f.wake(endpoint, 1)
+	f.wake(queue, 1)
 	return false
 }
 
-// wake wakes up to n of the jobs waiting for room at endpoint, first come
+// wake wakes up to n of the jobs waiting for room in queue, first come
 // first. f.mu must be held.
-func (f *inflight) wake(endpoint uuid.UUID, n int) {
-	queue := f.waiting[endpoint]
-	n = min(n, len(queue))
-	for _, woken := range queue[:n] {
+func (f *inflight) wake(queue any, n int) {
+	waiting := f.waiting[queue]
+	n = min(n, len(waiting))
+	for _, woken := range waiting[:n] {
 		close(woken)
 	}
-	f.setWaiting(endpoint, queue[n:])
+	f.setWaiting(queue, waiting[n:])
 }
 
-func (f *inflight) setWaiting(endpoint uuid.UUID, queue []chan struct{}) {
-	if len(queue) == 0 {
-		delete(f.waiting, endpoint)
+func (f *inflight) setWaiting(queue any, waiting []chan struct{}) {
+	if len(waiting) == 0 {
+		delete(f.waiting, queue)
 		return
 	}
-	f.waiting[endpoint] = queue
+	f.waiting[queue] = waiting
 }
 
-// acquireUpTo takes as many slots for endpoint as are free, at most n, and
-// returns how many it took and the function that releases them all.
-func (f *inflight) acquireUpTo(endpoint uuid.UUID, n int) (release func(), got int) {
+// acquireUpTo takes as many slots for endpoint of tenant as are free, at
+// most n, and returns how many it took and the function that releases
+// them all.
+func (f *inflight) acquireUpTo(endpoint uuid.UUID, tenant string, n int) (release func(), got int) {
 	f.mu.Lock()
 	defer f.mu.Unlock()
-	got = min(n, f.cap-len(f.running[endpoint]))
+	if e, ok := f.known[endpoint]; !ok || e.tenant != tenant {
+		f.set(endpoint, endpointState{tenant: tenant, tenantCap: e.tenantCap, unanswered: e.unanswered})
+	}
+	free, _ := f.free(endpoint)
+	got = min(n, free)
 	if got <= 0 {
 		return func() {}, 0
 	}
+	probe := f.known[endpoint].breakerOpen()
 	began := time.Now()
 	for range got {
 		f.running[endpoint] = append(f.running[endpoint], began)
 	}
-	return func() { f.release(endpoint, began, got) }, got
+	t := f.tenants[tenant]
+	t.attempts += got
+	if probe {
+		t.probes += got
+	}
+	f.tenants[tenant] = t
+	return func() { f.release(endpoint, tenant, probe, began, got) }, got
 }
 
-// release gives back n slots of endpoint taken at began, and wakes as
-// many of the jobs waiting for room.
-func (f *inflight) release(endpoint uuid.UUID, began time.Time, n int) {
+// release gives back n slots of endpoint, of tenant, taken at began
+// (probes of its open breaker when probe), and wakes as many of the jobs
+// waiting for room at the endpoint and at the tenant.
+func (f *inflight) release(endpoint uuid.UUID, tenant string, probe bool, began time.Time, n int) {
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	f.wake(endpoint, n)
+	f.wake(tenant, n)
+	t := f.tenants[tenant]
+	t.attempts -= n
+	if probe {
+		t.probes -= n
+	}
+	if t.attempts <= 0 {
+		delete(f.tenants, tenant)
+	} else {
+		f.tenants[tenant] = t
+	}
 	running := f.running[endpoint]
 	for i := len(running) - 1; i >= 0 && n > 0; i-- {
 		if running[i].Equal(began) {
@@ -149,6 +315,13 @@ func (f *inflight) release(endpoint uuid.UUID, began time.Time, n int) {
 		return
 	}
 	f.running[endpoint] = running
+}
+
+// breakerOpen reports whether endpoint's breaker is known open.
+func (f *inflight) breakerOpen(endpoint uuid.UUID) bool {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	return f.known[endpoint].breakerOpen()
 }
 
 // longestRunning returns how long endpoint's oldest running attempt has been
@@ -172,13 +345,27 @@ func (w *Worker) holdBack(ctx context.Context, job *rivertype.JobRow, endpoint u
 	if err := river.MetadataSet(ctx, busyMetadataKey, n+1); err != nil {
 		return err
 	}
-	d := w.maxBusySnooze
+	d, floor, ceiling := w.maxBusySnooze, w.inflight.longestRunning(endpoint), w.maxBusySnooze
+	if w.inflight.breakerOpen(endpoint) {
+		// A probe tells within the timeout; until it does, waking the
+		// endpoint's backlog more often only costs River round trips.
+		floor, ceiling = max(floor, w.timeout), max(ceiling, BreakerSnooze)
+	}
 	if n < 20 {
 		d = FirstBusySnooze << n
 	}
-	d = min(max(d, w.inflight.longestRunning(endpoint)), w.maxBusySnooze)
+	d = min(max(d, floor), ceiling)
 	return river.JobSnooze(d/2 + rand.N(d))
 }
+
+// BreakerSnooze bounds the delay after which a job held back by its
+// endpoint's open breaker (health.BreakerThreshold) tries again, as
+// Config.MaxBusySnooze does for the in-flight caps: each such delay is at
+// least the HTTP timeout, doubling up to this. A dead endpoint's backlog
+// of N jobs then costs about N/BreakerSnooze River round trips a second
+// instead of N/MaxBusySnooze, and once a probe is answered its backlog
+// goes within BreakerSnooze (times 1.5, the jitter).
+const BreakerSnooze = 30 * time.Second
 
 // checkRoom returns nil when job's endpoint has room for another attempt,
 // waiting up to BusyPatience when the job has not been held back before,
@@ -190,14 +377,16 @@ func (w *Worker) checkRoom(ctx context.Context, job *rivertype.JobRow, endpoint 
 	if w.inflight.waitForRoom(ctx, endpoint, 0) {
 		return nil
 	}
-	if busyCount(job.Metadata) == 0 && w.inflight.waitForRoom(ctx, endpoint, BusyPatience) {
+	// Behind an open breaker the slot frees when the probe ends, at worst
+	// after the timeout: waiting for it would only hold a worker.
+	if busyCount(job.Metadata) == 0 && !w.inflight.breakerOpen(endpoint) && w.inflight.waitForRoom(ctx, endpoint, BusyPatience) {
 		return nil
 	}
 	return w.holdBack(ctx, job, endpoint)
 }
 
-// takeSlots takes as many of endpoint's in-flight slots as are free, at
-// most n, for job's requests. It returns how many it took and the function
+// takeSlots takes as many of the in-flight slots of d's endpoint and
+// tenant as are free, at most n, for job's requests. It returns how many it took and the function
 // that releases them, which may be called more than once; when none is
 // free, the snooze of holdBack.
 //
@@ -206,10 +395,10 @@ func (w *Worker) checkRoom(ctx context.Context, job *rivertype.JobRow, endpoint 
 // the recording, which wait for batches and for the database, they kept
 // slots busy long enough under load that healthy endpoints' jobs were held
 // back and snoozed for seconds.
-func (w *Worker) takeSlots(ctx context.Context, job *rivertype.JobRow, endpoint uuid.UUID, n int) (release func(), got int, err error) {
-	releaseAll, got := w.inflight.acquireUpTo(endpoint, n)
+func (w *Worker) takeSlots(ctx context.Context, job *rivertype.JobRow, d loaded, n int) (release func(), got int, err error) {
+	releaseAll, got := w.inflight.acquireUpTo(d.endpointID, d.tenantID, n)
 	if got == 0 {
-		return nil, 0, w.holdBack(ctx, job, endpoint)
+		return nil, 0, w.holdBack(ctx, job, d.endpointID)
 	}
 	release = sync.OnceFunc(releaseAll)
 	if err := admitted(ctx, job); err != nil {

@@ -6,13 +6,16 @@ import (
 	"time"
 
 	"github.com/google/uuid"
+	"github.com/prometheus/client_golang/prometheus"
 	"github.com/stretchr/testify/require"
+
+	"github.com/heraldhq/herald/health"
 )
 
 func TestInflightCapsEachEndpoint(t *testing.T) {
 	t.Parallel()
 
-	f := newInflight(2)
+	f := newTestInflight(2, 100)
 	slow, other := uuid.New(), uuid.New()
 	releaseFirst, ok := acquireOne(f, slow)
 	require.True(t, ok)
@@ -34,7 +37,7 @@ func TestInflightCapsEachEndpoint(t *testing.T) {
 func TestInflightForgetsIdleEndpoints(t *testing.T) {
 	t.Parallel()
 
-	f := newInflight(1)
+	f := newTestInflight(1, 100)
 	release, ok := acquireOne(f, uuid.New())
 	require.True(t, ok)
 	release()
@@ -72,11 +75,11 @@ func TestInflightWaitsForRoom(t *testing.T) {
 func TestInflightLongestRunning(t *testing.T) {
 	t.Parallel()
 
-	f := newInflight(3)
+	f := newTestInflight(3, 100)
 	endpoint := uuid.New()
 	require.Zero(t, f.longestRunning(endpoint), "nothing runs")
 
-	releaseOld, got := f.acquireUpTo(endpoint, 2)
+	releaseOld, got := f.acquireUpTo(endpoint, testTenant, 2)
 	require.Equal(t, 2, got)
 	time.Sleep(5 * time.Millisecond)
 	releaseNew, ok := acquireOne(f, endpoint)
@@ -122,15 +125,130 @@ func TestInflightWakesOneWaiterPerSlot(t *testing.T) {
 // taken it, and the release of that slot.
 func fullEndpoint(t *testing.T) (*inflight, uuid.UUID, func()) {
 	t.Helper()
-	f := newInflight(1)
+	f := newTestInflight(1, 100)
 	endpoint := uuid.New()
 	release, ok := acquireOne(f, endpoint)
 	require.True(t, ok)
 	return f, endpoint, release
 }
 
-// acquireOne takes one slot for endpoint, as a delivery's job does.
+// acquireOne takes one slot for endpoint of testTenant, as a delivery's
+// job does.
 func acquireOne(f *inflight, endpoint uuid.UUID) (release func(), ok bool) {
-	release, got := f.acquireUpTo(endpoint, 1)
+	release, got := f.acquireUpTo(endpoint, testTenant, 1)
 	return release, got == 1
+}
+
+const testTenant = "acme"
+
+// newTestInflight returns counts with the caps given and a gauge of its
+// own.
+func newTestInflight(cap, tenantCap int) *inflight {
+	return newInflight(cap, tenantCap, prometheus.NewGauge(prometheus.GaugeOpts{Name: "breakers_open"}))
+}
+
+// A tenant's endpoints together hold at most the tenant's cap, its own
+// where it has one; another tenant has room all the while, and a slot the
+// tenant releases wakes a job waiting for the tenant.
+func TestInflightCapsEachTenant(t *testing.T) {
+	t.Parallel()
+
+	f := newTestInflight(10, 2)
+	first, second, third := uuid.New(), uuid.New(), uuid.New()
+	for _, e := range []uuid.UUID{first, second, third} {
+		f.learn(e, "noisy", 0, 0)
+	}
+	releaseFirst, got := f.acquireUpTo(first, "noisy", 5)
+	require.Equal(t, 2, got, "the tenant's cap bounds one endpoint's batch")
+	_, got = f.acquireUpTo(second, "noisy", 1)
+	require.Zero(t, got, "another endpoint of a full tenant gets nothing")
+	require.False(t, f.waitForRoom(t.Context(), third, 0), "a job of a full tenant is held back before it loads")
+
+	other := uuid.New()
+	f.learn(other, "quiet", 0, 0)
+	require.True(t, f.waitForRoom(t.Context(), other, 0), "another tenant has room")
+
+	woken := make(chan bool)
+	go func() { woken <- f.waitForRoom(t.Context(), third, time.Hour) }()
+	require.Eventually(t, func() bool {
+		f.mu.Lock()
+		defer f.mu.Unlock()
+		return len(f.waiting["noisy"]) == 1
+	}, 10*time.Second, time.Millisecond, "the job waits for its tenant")
+	releaseFirst()
+	require.True(t, <-woken, "a slot the tenant released wakes the job")
+
+	f.learn(second, "noisy", 4, 0)
+	_, got = f.acquireUpTo(second, "noisy", 10)
+	require.Equal(t, 4, got, "the tenant's own cap replaces the default")
+}
+
+// An endpoint whose latest health.BreakerThreshold attempts got no answer
+// is held to one probe at a time, and the probes of one tenant's open
+// breakers to half its cap; an answer closes the breaker.
+func TestInflightBreaker(t *testing.T) {
+	t.Parallel()
+
+	f := newTestInflight(10, 4)
+	dead, healthy := uuid.New(), uuid.New()
+	f.learn(dead, testTenant, 0, 0)
+	f.learn(healthy, testTenant, 0, 0)
+	for range health.BreakerThreshold - 1 {
+		f.observe(dead, false)
+	}
+	_, got := f.acquireUpTo(dead, testTenant, 3)
+	require.Equal(t, 3, got, "an endpoint that has not reached the threshold keeps its cap")
+	f = newTestInflight(10, 4)
+	f.learn(dead, testTenant, 0, 0)
+	f.learn(healthy, testTenant, 0, 0)
+	for range health.BreakerThreshold {
+		f.observe(dead, false)
+	}
+	require.Equal(t, 1.0, gaugeValue(t, f.open), "the gauge counts the open breaker")
+	releaseProbe, got := f.acquireUpTo(dead, testTenant, 3)
+	require.Equal(t, 1, got, "an open breaker lets one probe through")
+	require.False(t, f.waitForRoom(t.Context(), dead, 0), "the endpoint's other jobs are held back")
+	_, got = f.acquireUpTo(healthy, testTenant, 10)
+	require.Equal(t, 3, got, "the tenant's healthy endpoint has the rest of the tenant's cap")
+
+	second := uuid.New()
+	f.learn(second, testTenant, 0, health.BreakerThreshold)
+	_, got = f.acquireUpTo(second, testTenant, 1)
+	require.Zero(t, got, "the tenant's probes are held to half its cap, and it is full anyway")
+	releaseProbe()
+
+	require.Equal(t, 2.0, gaugeValue(t, f.open))
+	f.observe(dead, true)
+	require.Equal(t, 1.0, gaugeValue(t, f.open), "an answer closes the breaker")
+	_, got = f.acquireUpTo(dead, testTenant, 2)
+	require.Equal(t, 1, got, "a closed breaker lets the endpoint have what its tenant has left")
+}
+
+// The probes of one tenant's open breakers share half the tenant's cap, so
+// its dead endpoints leave its healthy ones the other half.
+func TestInflightProbesShareHalfTheTenant(t *testing.T) {
+	t.Parallel()
+
+	f := newTestInflight(10, 4)
+	var probes int
+	for range 5 {
+		e := uuid.New()
+		f.learn(e, testTenant, 0, health.BreakerThreshold)
+		_, got := f.acquireUpTo(e, testTenant, 1)
+		probes += got
+	}
+	require.Equal(t, 2, probes, "five dead endpoints probe two at a time: half of the tenant's 4")
+	healthy := uuid.New()
+	f.learn(healthy, testTenant, 0, 0)
+	_, got := f.acquireUpTo(healthy, testTenant, 10)
+	require.Equal(t, 2, got, "the healthy endpoint has the other half")
+}
+
+func gaugeValue(t *testing.T, g prometheus.Gauge) float64 {
+	t.Helper()
+	r := prometheus.NewPedanticRegistry()
+	require.NoError(t, r.Register(g))
+	families, err := r.Gather()
+	require.NoError(t, err)
+	return families[0].GetMetric()[0].GetGauge().GetValue()
 }

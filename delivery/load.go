@@ -49,11 +49,20 @@ type loaded struct {
 	endpointEnabled bool
 	// rateLimit is the endpoint's messages per second; 0 means no limit.
 	rateLimit float64
+	// tenantMaxInflight is the tenant's own in-flight cap; 0 means
+	// Config.MaxInflightPerTenant.
+	tenantMaxInflight int
+	// unanswered is the endpoint's unreachable_streak: its latest attempts
+	// in a row that got no answer (see health.BreakerThreshold).
+	unanswered int
 	// secrets names the endpoint's secrets active when the delivery was
 	// loaded (their ids), and secretsExpire is when the first of them
 	// expires (zero: none does); see secretCache.
 	secrets       string
 	secretsExpire time.Time
+	// credentials is the revision of the endpoint's credentials, 0 when it
+	// has none (see endpointClients).
+	credentials int64
 	// options are the endpoint's own headers, timeout and retry policy.
 	options endpointOptions
 }
@@ -94,7 +103,8 @@ func (w *Worker) loadMany(ctx context.Context, ids []uuid.UUID) ([]*loaded, erro
 		)
 		_, err := pgx.ForEachRow(rows, []any{&d.id, &d.status, &d.attemptCount, &d.attemptsBeforeRequeue, &d.firstAttempt, &d.generation, &next,
 			&d.messageID, &body, &traceparent, &d.tenantID, &d.objectID, &d.objectVersion,
-			&d.endpointID, &d.url, &d.endpointEnabled, &d.rateLimit, &d.ordered, &d.secrets, &expire,
+			&d.endpointID, &d.url, &d.endpointEnabled, &d.rateLimit, &d.ordered, &d.secrets, &expire, &d.credentials,
+			&d.tenantMaxInflight, &d.unanswered,
 			&headers, &timeoutMS, &windowMS, &baseMS, &capMS}, func() error {
 			one := d
 			one.options = endpointOptions{headers: headers}

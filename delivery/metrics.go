@@ -16,11 +16,14 @@ var LatencyBuckets = []float64{0.01, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 15, 30
 type attemptMetrics struct {
 	attempts *prometheus.CounterVec
 	duration prometheus.Histogram
+	// breakersOpen counts the endpoints this process holds to one probe
+	// at a time (see inflight).
+	breakersOpen prometheus.Gauge
 }
 
 // newAttemptMetrics returns herald_attempts_total{outcome}, with every
-// outcome at 0, and herald_attempt_duration_seconds, registered with r
-// when r is not nil.
+// outcome at 0, herald_attempt_duration_seconds and
+// herald_endpoint_breakers_open, registered with r when r is not nil.
 func newAttemptMetrics(r prometheus.Registerer) (*attemptMetrics, error) {
 	m := &attemptMetrics{
 		attempts: prometheus.NewCounterVec(prometheus.CounterOpts{
@@ -32,6 +35,10 @@ func newAttemptMetrics(r prometheus.Registerer) (*attemptMetrics, error) {
 			Help:    "How long the delivery attempts this process recorded took, from request start to response or error.",
 			Buckets: LatencyBuckets,
 		}),
+		breakersOpen: prometheus.NewGauge(prometheus.GaugeOpts{
+			Name: "herald_endpoint_breakers_open",
+			Help: "Endpoints whose breaker this process knows open (health.BreakerThreshold attempts in a row unanswered): it sends each one probe at a time.",
+		}),
 	}
 	for _, v := range []Verdict{Succeeded, Retry, Exhausted, EndpointGone} {
 		m.attempts.WithLabelValues(string(v))
@@ -39,7 +46,7 @@ func newAttemptMetrics(r prometheus.Registerer) (*attemptMetrics, error) {
 	if r == nil {
 		return m, nil
 	}
-	for _, c := range []prometheus.Collector{m.attempts, m.duration} {
+	for _, c := range []prometheus.Collector{m.attempts, m.duration, m.breakersOpen} {
 		if err := r.Register(c); err != nil {
 			return nil, err
 		}

@@ -27,6 +27,14 @@ type Result struct {
 	Err error
 }
 
+// answered reports whether an answer came: a status, or a fault on
+// Herald's side, which sent nothing and so says nothing of the endpoint.
+// An attempt that timed out or could not connect was not answered (see
+// health.BreakerThreshold).
+func (r Result) answered() bool {
+	return r.StatusCode != 0 || r.fault() != nil
+}
+
 // Verdict is what an attempt's result means for its delivery.
 type Verdict string
 

@@ -26,9 +26,10 @@ type ProbeResult struct {
 // Probe sends body to url as an attempt of message messageID would be
 // sent, and records nothing: signed for this moment with every secret of
 // the endpoint active now (read afresh, not from the worker's cache),
-// with webhook-id MessageHeaderID(messageID) and the endpoint's custom
-// headers, through the worker's transport (the SSRF guard), the endpoint's
-// timeout and the worker's user agent, never following a
+// with its authentication and mutual TLS and custom headers (read afresh
+// too), with webhook-id MessageHeaderID(messageID), through the worker's
+// transport (the SSRF guard), the endpoint's timeout and the worker's user
+// agent, never following a
 // redirect. The receiver check (package receivercheck) sends its events
 // through it, so that they reach the endpoint exactly as deliveries do.
 func (w *Worker) Probe(ctx context.Context, endpointID uuid.UUID, url string, messageID uuid.UUID, body []byte) ProbeResult {
@@ -37,7 +38,8 @@ func (w *Worker) Probe(ctx context.Context, endpointID uuid.UUID, url string, me
 	if err != nil {
 		return ProbeResult{StartedAt: w.now(), Err: &Fault{Cause: FaultSecrets, Err: fmt.Errorf("not sent, %w", err)}}
 	}
+	via, viaErr := w.endpoints.read(ctx, endpointID, w.now())
 	a := w.post(ctx, outgoing{target: url, messageID: messageID, body: body, secrets: secrets, secretsErr: secretsErr,
-		endpointID: endpointID, options: options})
+		via: via, viaErr: viaErr, endpointID: endpointID, options: options})
 	return ProbeResult{StartedAt: a.startedAt, Duration: a.duration, StatusCode: a.result.StatusCode, Excerpt: a.excerpt, Err: a.result.Err}
 }

@@ -6,15 +6,23 @@ const (
 	// (workers share the round trip; see internal/batcher). With each comes
 	// the set of its endpoint's secrets active at $2, as their ids, and
 	// when the first of them expires: the worker reuses secrets it read
-	// while these are unchanged.
+	// while these are unchanged. The revision of its credentials
+	// (endpoint_credentials, 0 for none) does the same for its transport
+	// and token (see endpointClients). Then come what the in-flight caps
+	// learn (see inflight): the tenant's own cap and the endpoint's
+	// unanswered streak. Last come the endpoint's own headers, timeout and
+	// retry policy (see endpointOptions).
 	loadDeliveries = `SELECT d.id, d.status, d.attempt_count, d.attempts_before_requeue, d.first_attempt_at, d.generation, d.next_attempt_at,
     d.message_id, m.body, m.traceparent, m.tenant_id, m.object_id, m.object_version,
     d.endpoint_id, e.url, e.enabled, coalesce(e.rate_limit, 0), e.ordering = 'object',
-    coalesce(s.ids, ''), s.first_expiry,
+    coalesce(s.ids, ''), s.first_expiry, coalesce(c.revision, 0),
+    coalesce(t.max_inflight, 0), e.unreachable_streak,
     e.headers, e.timeout_ms, e.retry_window_ms, e.retry_base_ms, e.retry_cap_ms
 FROM herald.deliveries d
 JOIN herald.messages m ON m.id = d.message_id
 JOIN herald.endpoints e ON e.id = d.endpoint_id
+JOIN herald.tenants t ON t.id = e.tenant_id
+LEFT JOIN herald.endpoint_credentials c ON c.endpoint_id = e.id
 LEFT JOIN LATERAL (
     SELECT string_agg(id::text, ',' ORDER BY id) AS ids, min(expires_at) AS first_expiry
     FROM herald.endpoint_secrets

@@ -225,6 +225,7 @@ func (w *Worker) apply(ctx context.Context, rs []recording) ([]applied, error) {
 		w.log(ctx, rs[i].d, decisions[i].number, decisions[i].outcome)
 		w.traceAttempt(rs[i], decisions[i])
 		w.metrics.observe(decisions[i].outcome.Verdict, rs[i].a.duration)
+		w.inflight.observe(rs[i].d.endpointID, rs[i].a.result.answered())
 	}
 	return out, nil
 }
@@ -422,7 +423,7 @@ func (w *Worker) tellHealth(ctx context.Context, tx pgx.Tx, rs []recording, orde
 		if dec.outcome.Verdict == Succeeded {
 			continue
 		}
-		if stopped[i], err = w.failed(ctx, tx, d, dec.outcome, dec.settled.status == deliverystatus.Failed, dec.ended); err != nil {
+		if stopped[i], err = w.failed(ctx, tx, d, dec.outcome, dec.settled.status == deliverystatus.Failed, !rs[i].a.result.answered(), dec.ended); err != nil {
 			return nil, fmt.Errorf("endpoint %s health after delivery %s: %w", d.endpointID, d.id, err)
 		}
 		// Disabling holds an ordered endpoint's lines rather than
@@ -434,21 +435,22 @@ func (w *Worker) tellHealth(ctx context.Context, tx pgx.Tx, rs []recording, orde
 }
 
 // failed tells w's Health of the failed attempt of d with outcome o;
-// settledFailed says the attempt settled the delivery as failed. It
-// reports whether the endpoint is disabled now.
-func (w *Worker) failed(ctx context.Context, tx pgx.Tx, d loaded, o Outcome, settledFailed bool, ended time.Time) (disabled bool, err error) {
+// settledFailed says the attempt settled the delivery as failed, and
+// unreachable that it got no answer. It reports whether the endpoint is
+// disabled now.
+func (w *Worker) failed(ctx context.Context, tx pgx.Tx, d loaded, o Outcome, settledFailed, unreachable bool, ended time.Time) (disabled bool, err error) {
 	switch o.Verdict {
 	case EndpointGone:
 		return w.health.Disable(ctx, tx, d.endpointID, DisabledReason, ended)
 	case Exhausted:
 		// A delivery settled otherwise meanwhile (cancelled) was not
 		// exhausted, though its attempt failed.
-		if disabled, err = w.health.Failed(ctx, tx, d.endpointID, ended, o.Problem); err == nil && settledFailed {
+		if disabled, err = w.health.Failed(ctx, tx, d.endpointID, ended, o.Problem, unreachable); err == nil && settledFailed {
 			err = w.health.Exhausted(ctx, tx, d.id)
 		}
 		return disabled, err
 	default: // Retry
-		return w.health.Failed(ctx, tx, d.endpointID, ended, o.Problem)
+		return w.health.Failed(ctx, tx, d.endpointID, ended, o.Problem, unreachable)
 	}
 }
 

@@ -18,6 +18,7 @@ import (
 	"go.opentelemetry.io/otel/trace"
 
 	"github.com/heraldhq/herald/internal/sanitize"
+	"github.com/heraldhq/herald/internal/ssrf"
 	"github.com/heraldhq/herald/signing"
 )
 
@@ -72,11 +73,12 @@ func (w *Worker) send(ctx context.Context, d loaded) attempt {
 	// Otherwise a slow database would use up the endpoint's timeout and
 	// record a timeout against it, for a request that maybe never left.
 	secrets, secretsErr := w.secrets.secretsFor(ctx, d, w.now())
+	via, viaErr := w.endpoints.forAttempt(ctx, d.endpointID, d.credentials, w.now())
 	return w.post(ctx, outgoing{target: d.url, messageID: d.messageID, body: d.body, secrets: secrets, secretsErr: secretsErr,
-		endpointID: d.endpointID, options: d.options})
+		via: via, viaErr: viaErr, endpointID: d.endpointID, options: d.options})
 }
 
-// outgoing is what post sends.
+// outgoing is what post sends, and what with.
 type outgoing struct {
 	target    string
 	messageID uuid.UUID
@@ -84,16 +86,23 @@ type outgoing struct {
 	// secrets sign the body; when secretsErr is set, nothing is sent.
 	secrets    []signing.Secret
 	secretsErr error
+	// via is the endpoint's client, with its authentication and mutual
+	// TLS; when viaErr is set, nothing is sent.
+	via    *endpointClient
+	viaErr error
 	// endpointID and options give the endpoint's custom headers and
 	// timeout.
 	endpointID uuid.UUID
 	options    endpointOptions
 }
 
-// post signs o's body as its message's with its secrets (or, when they
-// could not be read, sends nothing and says why) and POSTs it to its
-// target with the endpoint's custom headers, within the endpoint's
-// timeout.
+// post signs o's body as its message's with its secrets and POSTs it to
+// its target through o's client, with its Authorization and the
+// endpoint's custom headers, within the endpoint's timeout; when a
+// secret, a credential, a custom header or a token is missing it sends
+// nothing and says why. An OAuth2 endpoint that answers 401 gets the
+// request once more with a fresh token, within the same timeout; the
+// second answer is the attempt's.
 func (w *Worker) post(ctx context.Context, o outgoing) (a attempt) {
 	a.startedAt = w.now()
 	a.job = trace.SpanContextFromContext(ctx)
@@ -125,8 +134,18 @@ func (w *Worker) post(ctx context.Context, o outgoing) (a attempt) {
 		a.result.Err = &Fault{Cause: FaultSecrets, Err: fmt.Errorf("not sent, could not read the endpoint's signing secrets: %w", o.secretsErr)}
 		return a
 	}
+	if o.viaErr != nil {
+		a.result.Err = &Fault{Cause: FaultCredentials, Err: fmt.Errorf("not sent, could not read the endpoint's authentication or mutual TLS settings: %w", o.viaErr)}
+		return a
+	}
 	if err := signing.SignHeaders(req.Header, MessageHeaderID(o.messageID), a.startedAt, o.body, o.secrets...); err != nil {
 		a.result.Err = &Fault{Cause: FaultSigning, Err: fmt.Errorf("not sent, could not sign: %w", err)}
+		return a
+	}
+	// Without a token nothing is sent, and no headers are recorded.
+	token, err := o.via.authorize(ctx, req.Header, nil)
+	if err != nil {
+		a.result.Err = w.describeError(err, &lookups, timeout)
 		return a
 	}
 	a.headers = make(map[string]string, len(req.Header))
@@ -136,8 +155,22 @@ func (w *Worker) post(ctx context.Context, o outgoing) (a attempt) {
 	for _, name := range secretNames {
 		a.headers[strings.ToLower(name)] = maskedValue
 	}
+	if o.via.auth != nil {
+		a.headers["authorization"] = redactedAuthorization[o.via.auth.Type]
+	}
 
-	resp, err := w.client.Do(req)
+	resp, err := o.via.client.Do(req)
+	if err == nil && resp.StatusCode == http.StatusUnauthorized && o.via.refreshesOn401() {
+		_, _ = io.Copy(io.Discard, io.LimitReader(resp.Body, MaxResponseRead))
+		resp.Body.Close()
+		again := req.Clone(ctx)
+		again.Body, _ = req.GetBody()
+		if _, err := o.via.authorize(ctx, again.Header, token); err != nil {
+			a.result.Err = w.describeError(err, &lookups, timeout)
+			return a
+		}
+		resp, err = o.via.client.Do(again)
+	}
 	if err != nil {
 		a.result.Err = w.describeError(err, &lookups, timeout)
 		return a
@@ -163,8 +196,18 @@ func (w *Worker) describeError(err error, lookups *lookupWatch, timeout time.Dur
 	if fault := lookups.resolverFault(err, timeout); fault != nil {
 		return fault
 	}
-	var netErr net.Error
-	if errors.Is(err, context.DeadlineExceeded) || (errors.As(err, &netErr) && netErr.Timeout()) {
+	if errors.Is(err, ssrf.ErrProxyUnavailable) {
+		return &Fault{Cause: FaultProxy, Err: fmt.Errorf("not sent: %w", err)}
+	}
+	var (
+		netErr   net.Error
+		tokenErr *TokenError
+	)
+	timedOut := errors.Is(err, context.DeadlineExceeded) || (errors.As(err, &netErr) && netErr.Timeout())
+	switch {
+	case timedOut && errors.As(err, &tokenErr):
+		return &TokenError{TokenURL: tokenErr.TokenURL, Err: fmt.Errorf("timed out after %s", timeout)}
+	case timedOut:
 		return fmt.Errorf("timed out after %s", timeout)
 	}
 	return err

@@ -34,6 +34,10 @@ const (
 	// DefaultMaxInflightPerEndpoint is how many attempts to one endpoint a
 	// process runs at once.
 	DefaultMaxInflightPerEndpoint = 10
+	// DefaultMaxInflightPerTenant is how many attempts of one tenant a
+	// process runs at once: half of dispatcher.DefaultWorkers. The
+	// dispatcher passes half its own Workers instead.
+	DefaultMaxInflightPerTenant = 250
 	// DefaultMaxBusySnooze bounds the delay before a job held back by its
 	// endpoint's in-flight cap tries again.
 	DefaultMaxBusySnooze = 5 * time.Second
@@ -65,9 +69,11 @@ type SecretSource interface {
 type Health interface {
 	// Succeeded ends the endpoint's failing spell.
 	Succeeded(ctx context.Context, tx pgx.Tx, endpointID uuid.UUID, at time.Time) error
-	// Failed counts a failure; disabled reports that it disabled the
-	// endpoint, cancelling its pending deliveries.
-	Failed(ctx context.Context, tx pgx.Tx, endpointID uuid.UUID, at time.Time, problem string) (disabled bool, err error)
+	// Failed counts a failure, unreachable when no answer came (it timed
+	// out or could not connect: see health.BreakerThreshold); disabled
+	// reports that it disabled the endpoint, cancelling its pending
+	// deliveries.
+	Failed(ctx context.Context, tx pgx.Tx, endpointID uuid.UUID, at time.Time, problem string, unreachable bool) (disabled bool, err error)
 	// Disable disables the endpoint at once and cancels its pending
 	// deliveries.
 	Disable(ctx context.Context, tx pgx.Tx, endpointID uuid.UUID, reason string, at time.Time) (disabled bool, err error)
@@ -99,6 +105,12 @@ type Config struct {
 	DB DB
 	// Secrets gives the signing secrets of an endpoint. Required.
 	Secrets SecretSource
+	// Credentials gives the authentication and mutual TLS of endpoints
+	// that have any (see package endpointauth). Defaults to Secrets when it
+	// implements CredentialSource, as *store.Store does; without one, an
+	// attempt to an endpoint with credentials is a Fault
+	// (FaultCredentials).
+	Credentials CredentialSource
 	// Policy decides when failed attempts are retried and when a delivery
 	// is exhausted. The zero Policy is schedule.Default().
 	Policy schedule.Policy
@@ -119,6 +131,15 @@ type Config struct {
 	// then snoozes, so a slow endpoint never holds more than this many
 	// workers. Defaults to 10. Zero means the default.
 	MaxInflightPerEndpoint int
+	// MaxInflightPerTenant caps the attempts to the endpoints of one
+	// tenant running at once in this process, unless the tenant has a cap
+	// of its own (tenants.max_inflight, set with PATCH /v1/tenants/{id});
+	// a job over it waits and snoozes as over MaxInflightPerEndpoint, so
+	// one tenant's hanging endpoints never hold more than this many
+	// workers. The probes of a tenant's endpoints behind open breakers
+	// (health.BreakerThreshold) share half of it. Defaults to 250 (the
+	// dispatcher passes half its workers). Zero means the default.
+	MaxInflightPerTenant int
 	// MaxBusySnooze bounds the delay after which a job held back by the
 	// cap tries again: a job not held back before waits up to BusyPatience
 	// in the process for a slot, then snoozes, first about FirstBusySnooze,
@@ -130,7 +151,11 @@ type Config struct {
 	// blocked ranges refused at dial time, HTTP_PROXY ignored), keeping up
 	// to MaxInflightPerEndpoint idle connections per host; pass a guard's
 	// transport with an allow-list to reach, say, receivers on loopback.
-	// Redirects are never followed, whatever the transport.
+	// Redirects are never followed, whatever the transport. An endpoint
+	// with mutual TLS settings is sent to through a clone of Transport
+	// with its certificate and CA bundle, kept while its credentials are
+	// unchanged; that needs Transport to be an *http.Transport. OAuth2
+	// token requests go through the endpoint's transport too.
 	Transport http.RoundTripper
 	// UserAgent is sent on every request. Defaults to "Herald/<version>".
 	UserAgent string
@@ -160,8 +185,8 @@ type Config struct {
 	// The dispatcher sets it to its comparison with Postgres's clock.
 	Clock ClockGuard
 	// Registerer receives the worker's metrics: herald_dispatcher_faults_total
-	// (see Fault), herald_attempts_total and herald_attempt_duration_seconds
-	// (see attemptMetrics). Defaults to nil: they are kept but not exposed.
+	// (see Fault), herald_attempts_total, herald_attempt_duration_seconds
+	// and herald_endpoint_breakers_open (see attemptMetrics). Defaults to nil: they are kept but not exposed.
 	Registerer prometheus.Registerer
 	// Logger receives the worker's logs. Defaults to slog.Default().
 	Logger *slog.Logger
@@ -198,9 +223,10 @@ var roundTrips = batcher.Config{MaxBatch: maxRoundTrip, Flushers: roundTripFlush
 type Worker struct {
 	river.WorkerDefaults[Args]
 
-	db      DB
-	secrets *secretCache
-	policy  schedule.Policy
+	db        DB
+	secrets   *secretCache
+	endpoints *endpointClients
+	policy    schedule.Policy
 	// headLimit bounds the retry window of the heads of ordered lines
 	// (Config.OrderedHeadLimit); zero: none.
 	headLimit     time.Duration
@@ -232,9 +258,9 @@ func NewWorker(cfg Config) (*Worker, error) {
 	if cfg.Secrets == nil {
 		return nil, errors.New("delivery worker: Config.Secrets is nil; pass the endpoint store")
 	}
-	if cfg.Timeout < 0 || cfg.MaxInflightPerEndpoint < 0 || cfg.MaxBusySnooze < 0 || cfg.OrderedHeadLimit < 0 {
-		return nil, fmt.Errorf("delivery worker: Timeout (%s), MaxInflightPerEndpoint (%d), MaxBusySnooze (%s) and OrderedHeadLimit (%s) must not be negative; zero means the default",
-			cfg.Timeout, cfg.MaxInflightPerEndpoint, cfg.MaxBusySnooze, cfg.OrderedHeadLimit)
+	if cfg.Timeout < 0 || cfg.MaxInflightPerEndpoint < 0 || cfg.MaxInflightPerTenant < 0 || cfg.MaxBusySnooze < 0 || cfg.OrderedHeadLimit < 0 {
+		return nil, fmt.Errorf("delivery worker: Timeout (%s), MaxInflightPerEndpoint (%d), MaxInflightPerTenant (%d), MaxBusySnooze (%s) and OrderedHeadLimit (%s) must not be negative; zero means the default",
+			cfg.Timeout, cfg.MaxInflightPerEndpoint, cfg.MaxInflightPerTenant, cfg.MaxBusySnooze, cfg.OrderedHeadLimit)
 	}
 	if err := cfg.EndpointBounds.Check(); err != nil {
 		return nil, fmt.Errorf("delivery worker: Config.EndpointBounds: %w", err)
@@ -276,7 +302,7 @@ func NewWorker(cfg Config) (*Worker, error) {
 		},
 		userAgent:   cfg.UserAgent,
 		logger:      cmp.Or(cfg.Logger, slog.Default()),
-		inflight:    newInflight(maxInflight),
+		inflight:    newInflight(maxInflight, cmp.Or(cfg.MaxInflightPerTenant, DefaultMaxInflightPerTenant), metrics.breakersOpen),
 		health:      cfg.Health,
 		rateLimiter: cfg.RateLimiter,
 		now:         cfg.Now,
@@ -287,6 +313,11 @@ func NewWorker(cfg Config) (*Worker, error) {
 	if w.now == nil {
 		w.now = time.Now
 	}
+	credentials := cfg.Credentials
+	if credentials == nil {
+		credentials, _ = cfg.Secrets.(CredentialSource)
+	}
+	w.endpoints = newEndpointClients(credentials, w.client)
 	if cfg.TracerProvider != nil {
 		w.tracer = cfg.TracerProvider.Tracer(TracerName)
 	}
@@ -347,6 +378,7 @@ func (w *Worker) Work(ctx context.Context, job *river.Job[Args]) (err error) {
 	if err != nil {
 		return err
 	}
+	w.inflight.learn(d.endpointID, d.tenantID, d.tenantMaxInflight, d.unanswered)
 	if d.generation != job.Args.Generation || d.status != deliverystatus.Pending {
 		return nil
 	}
@@ -381,7 +413,7 @@ func (w *Worker) Work(ctx context.Context, job *river.Job[Args]) (err error) {
 		}
 	}
 
-	release, _, err := w.takeSlots(ctx, job.JobRow, d.endpointID, 1)
+	release, _, err := w.takeSlots(ctx, job.JobRow, d, 1)
 	if err != nil {
 		return err
 	}

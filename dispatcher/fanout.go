@@ -82,7 +82,7 @@ func (d *Dispatcher) fanOut(ctx context.Context) (claimed int, more bool, err er
 		}
 		claimed += batch.messages
 		traced = append(traced, batch.traced...)
-		more = batch.messages == d.batchSize
+		more = batch.more
 		if len(batch.deliveries) > 0 {
 			n, err := createDeliveries(ctx, tx, batch, &groups)
 			if err != nil {
@@ -148,14 +148,18 @@ func createDeliveries(ctx context.Context, tx pgx.Tx, batch claimed, groups *job
 	var (
 		id, endpointID uuid.UUID
 		status         deliverystatus.Status
+		tenantOf       = make(map[uuid.UUID]string)
 	)
+	for _, d := range batch.deliveries {
+		tenantOf[d.endpointID] = d.tenantID
+	}
 	n, err := pgx.ForEachRow(rows, []any{&id, &endpointID, &status}, func() error {
 		switch {
 		case status != deliverystatus.Pending:
 		case batch.ordered[endpointID]:
 			groups.ordered = append(groups.ordered, id)
 		default:
-			groups.add(endpointID, id)
+			groups.add(tenantOf[endpointID], endpointID, id)
 		}
 		return nil
 	})
@@ -172,26 +176,60 @@ func createDeliveries(ctx context.Context, tx pgx.Tx, batch claimed, groups *job
 type jobGroups struct {
 	order []uuid.UUID
 	ids   map[uuid.UUID][]uuid.UUID
+	// tenant holds each endpoint's tenant, and perTenant how many of the
+	// deliveries are each tenant's.
+	tenant    map[uuid.UUID]string
+	perTenant map[string]int
 	// ordered are the new deliveries of ordered endpoints, which join their
 	// lines (delivery.JoinLines) at the end of the transaction: only the
 	// heads get jobs.
 	ordered []uuid.UUID
 }
 
-func (g *jobGroups) add(endpointID, deliveryID uuid.UUID) {
+func (g *jobGroups) add(tenant string, endpointID, deliveryID uuid.UUID) {
 	if g.ids == nil {
 		g.ids = make(map[uuid.UUID][]uuid.UUID)
+		g.tenant = make(map[uuid.UUID]string)
+		g.perTenant = make(map[string]int)
 	}
 	if _, ok := g.ids[endpointID]; !ok {
 		g.order = append(g.order, endpointID)
+		g.tenant[endpointID] = tenant
 	}
 	g.ids[endpointID] = append(g.ids[endpointID], deliveryID)
+	g.perTenant[tenant]++
+}
+
+// FloodPriority is the River priority (lower than the default, 1) of the
+// jobs of a tenant flooding a fan-out transaction: one with more than
+// twice as many new deliveries as the other tenants in it have on
+// average. River fetches every available job of priority 1 before any of
+// priority 2, so a tenant that fans out a flood, to many endpoints or
+// many messages, has its jobs wait behind the other tenants' instead of
+// ahead of them. Jobs keep their priority through snoozes; retries and
+// hand-offs get the default again. An even burst of many tenants, or a
+// single tenant's, floods nothing.
+const FloodPriority = 2
+
+// flooding reports whether tenant has more than twice the other tenants'
+// average of the deliveries in g.
+func (g *jobGroups) flooding(tenant string) bool {
+	others := len(g.perTenant) - 1
+	if others == 0 {
+		return false
+	}
+	total := 0
+	for _, n := range g.perTenant {
+		total += n
+	}
+	mine := g.perTenant[tenant]
+	return mine*others > 2*(total-mine)
 }
 
 // jobs returns one job per endpoint and delivery.MaxBatch deliveries,
 // taking the endpoints in turn so that one endpoint's many jobs do not queue
 // ahead of the others'; a lone delivery gets a delivery.Args job, which
-// costs no more.
+// costs no more. A flooding tenant's jobs get FloodPriority.
 func (g *jobGroups) jobs() []river.InsertManyParams {
 	var jobs []river.InsertManyParams
 	for start := 0; ; start += delivery.MaxBatch {
@@ -206,7 +244,11 @@ func (g *jobGroups) jobs() []river.InsertManyParams {
 			if len(ids) == 1 {
 				args = delivery.Args{DeliveryID: ids[0], EndpointID: endpointID, Trigger: delivery.TriggerScheduled}
 			}
-			jobs = append(jobs, river.InsertManyParams{Args: args})
+			job := river.InsertManyParams{Args: args}
+			if g.flooding(g.tenant[endpointID]) {
+				job.InsertOpts = &river.InsertOpts{Priority: FloodPriority}
+			}
+			jobs = append(jobs, job)
 			added = true
 		}
 		if !added {
@@ -224,6 +266,9 @@ type claimed struct {
 	traced []tracedMessage
 	// ordered holds the endpoints of deliveries whose ordering is "object".
 	ordered map[uuid.UUID]bool
+	// more says messages not claimed wait: a tenant had more than its
+	// share of the claim, or the claim was full.
+	more bool
 }
 
 // newDelivery is a delivery to create: a row of insertDeliveries.
@@ -266,7 +311,7 @@ func claim(ctx context.Context, tx pgx.Tx, limit int, filters *filterCache) (cla
 		seen        = make(map[uuid.UUID]bool)
 		current     messageFilter
 	)
-	_, err = pgx.ForEachRow(rows, []any{&messageID, &tenantID, &traceparent, &endpointID, &enabled, &ordered, &filterSrc, &body}, func() error {
+	_, err = pgx.ForEachRow(rows, []any{&messageID, &tenantID, &traceparent, &endpointID, &enabled, &ordered, &filterSrc, &body, &b.more}, func() error {
 		if !seen[messageID] {
 			seen[messageID] = true
 			b.messages++
@@ -312,5 +357,6 @@ func claim(ctx context.Context, tx pgx.Tx, limit int, filters *filterCache) (cla
 	if err != nil {
 		return claimed{}, fmt.Errorf("claim messages: %w", err)
 	}
+	b.more = b.more || b.messages == limit
 	return b, nil
 }

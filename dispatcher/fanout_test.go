@@ -1,12 +1,17 @@
 package dispatcher
 
 import (
+	"log/slog"
+	"slices"
 	"testing"
 
 	"github.com/google/uuid"
+	"github.com/jackc/pgx/v5"
 	"github.com/stretchr/testify/require"
 
 	"github.com/heraldhq/herald/delivery"
+	"github.com/heraldhq/herald/internal/pgtest"
+	"github.com/heraldhq/herald/outbox"
 )
 
 // A fan-out batch's deliveries go in one batch job per endpoint, in the
@@ -19,9 +24,9 @@ func TestJobGroupsBatchDeliveriesByEndpoint(t *testing.T) {
 	for i := range delivery.MaxBatch + 2 {
 		id := uuid.New()
 		busyIDs = append(busyIDs, id)
-		g.add(busy, id)
+		g.add("acme", busy, id)
 		if i == 0 {
-			g.add(quiet, uuid.New())
+			g.add("acme", quiet, uuid.New())
 		}
 	}
 
@@ -38,4 +43,100 @@ func TestJobGroupsBatchDeliveriesByEndpoint(t *testing.T) {
 	second, ok := jobs[2].Args.(delivery.BatchArgs)
 	require.True(t, ok, "job 3 is %T", jobs[2].Args)
 	require.Equal(t, busyIDs[delivery.MaxBatch:], second.DeliveryIDs)
+}
+
+// A tenant with more than twice the others' average of a fan-out's new
+// deliveries floods it: its jobs get FloodPriority, fetched after the
+// others'. Tenants alike, or one alone, flood nothing.
+func TestJobGroupsLowerAFloodingTenant(t *testing.T) {
+	t.Parallel()
+	var g jobGroups
+	for range 20 {
+		g.add("noisy", uuid.New(), uuid.New())
+	}
+	quiet := map[uuid.UUID]bool{}
+	for _, tenant := range []string{"a", "b", "c"} {
+		e := uuid.New()
+		quiet[e] = true
+		g.add(tenant, e, uuid.New())
+	}
+	for _, job := range g.jobs() {
+		args := job.Args.(delivery.Args)
+		if quiet[args.EndpointID] {
+			require.Nil(t, job.InsertOpts, "a quiet tenant's job keeps the default priority")
+			continue
+		}
+		require.Equal(t, FloodPriority, job.InsertOpts.Priority, "the flooding tenant's job waits behind")
+	}
+
+	var even jobGroups
+	for _, tenant := range []string{"a", "b", "a", "b", "c"} {
+		even.add(tenant, uuid.New(), uuid.New())
+	}
+	for _, job := range even.jobs() {
+		require.Nil(t, job.InsertOpts, "no tenant floods an even fan-out")
+	}
+	var alone jobGroups
+	for range 20 {
+		alone.add("solo", uuid.New(), uuid.New())
+	}
+	for _, job := range alone.jobs() {
+		require.Nil(t, job.InsertOpts, "a tenant alone floods nothing")
+	}
+}
+
+// The claim takes the tenants with a backlog in turn: a tenant that
+// published 30 messages first does not keep another's single message out
+// of a claim of 10, and each tenant's messages keep their order. The claim
+// says more wait while the flooding tenant has some left.
+func TestClaimTakesTenantsInTurn(t *testing.T) {
+	t.Parallel()
+	ctx := t.Context()
+	pool := pgtest.NewPool(t)
+	for _, id := range []string{"noisy", "quiet"} {
+		_, err := pool.Exec(ctx, `INSERT INTO herald.tenants (id) VALUES ($1)`, id)
+		require.NoError(t, err)
+	}
+	tx, err := pool.Begin(ctx)
+	require.NoError(t, err)
+	empty, err := claim(ctx, tx, 10, newFilterCache(slog.New(slog.DiscardHandler)))
+	require.NoError(t, err, "an empty outbox is no error")
+	require.Zero(t, empty.messages)
+	require.False(t, empty.more)
+	require.NoError(t, tx.Rollback(ctx))
+
+	publish := func(tenant string) uuid.UUID {
+		p, err := outbox.PublishPool(ctx, pool, outbox.Message{Tenant: tenant, Type: "invoice.paid", ObjectID: "inv_" + uuid.NewString(), Data: map[string]any{}})
+		require.NoError(t, err)
+		return p.ID
+	}
+	var flood []uuid.UUID
+	for range 30 {
+		flood = append(flood, publish("noisy"))
+	}
+	quiet := publish("quiet")
+
+	claimOnce := func() ([]uuid.UUID, bool) {
+		tx, err := pool.Begin(ctx)
+		require.NoError(t, err)
+		b, err := claim(ctx, tx, 10, newFilterCache(slog.New(slog.DiscardHandler)))
+		require.NoError(t, err)
+		require.NoError(t, tx.Commit(ctx))
+		rows, err := pool.Query(ctx, `SELECT id FROM herald.messages WHERE dispatched_at IS NOT NULL ORDER BY id`)
+		require.NoError(t, err)
+		dispatched, err := pgx.CollectRows(rows, pgx.RowTo[uuid.UUID])
+		require.NoError(t, err)
+		return dispatched, b.more
+	}
+	dispatched, more := claimOnce()
+	require.Contains(t, dispatched, quiet, "the quiet tenant's message is in the first claim")
+	require.Len(t, dispatched, 6, "each of the two tenants has a share of 5; the quiet one had 1")
+	require.Equal(t, flood[:5], slices.DeleteFunc(slices.Clone(dispatched), func(id uuid.UUID) bool { return id == quiet }),
+		"the flooding tenant's oldest go first")
+	require.True(t, more, "the flooding tenant has more")
+
+	for more {
+		dispatched, more = claimOnce()
+	}
+	require.Len(t, dispatched, 31, "claiming again takes the rest")
 }

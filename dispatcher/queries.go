@@ -17,43 +17,80 @@ const (
 	notifyJobsInserted = `SELECT pg_notify($1, $2)`
 
 	// claimMessages takes up to $1 undispatched messages that no other
-	// dispatcher holds, marks them dispatched (effective when the
-	// transaction commits) and returns each with every endpoint of its
-	// tenant that subscribes to its type and its channels (an endpoint
-	// without channels takes every message; one with channels those that
-	// carry one of them), enabled or not (but not one being erased:
-	// package erasure); a message without any comes back once with a NULL
-	// endpoint, and whether the endpoint is ordered (ordering "object").
-	// Each row carries its message's traceparent, for the fan-out's span
-	// in the producer's trace, and the endpoint's filter (NULL for none),
-	// which the fan-out evaluates on the body. The body comes once per
-	// message, on its first row, and only when one of its endpoints has a
-	// filter: a fan-out without filters reads no bodies. Rows come
-	// message by message, so the jobs, fetched in insertion order,
-	// alternate between endpoints instead of queueing one endpoint's
-	// deliveries behind each other.
-	claimMessages = `WITH claimed AS (
-    SELECT id, tenant_id, event_type, created_at, traceparent, channels, body
-    FROM herald.messages
-    WHERE dispatched_at IS NULL
-    ORDER BY created_at, id
+	// dispatcher holds, the tenants with a backlog in turn, marks them
+	// dispatched (effective when the transaction commits) and returns each
+	// with every endpoint of its tenant that subscribes to its type and its
+	// channels (an endpoint without channels takes every message; one with
+	// channels those that carry one of them), enabled or not (but not one
+	// being erased: package erasure); a message without any comes back once
+	// with a NULL endpoint, and whether the endpoint is ordered (ordering
+	// "object"). Each row carries its message's traceparent, for the
+	// fan-out's span in the producer's trace, the endpoint's filter (NULL
+	// for none), which the fan-out evaluates on the body, and whether more
+	// messages wait (more). The body comes once per message, on its first
+	// row, and only when one of its endpoints has a filter: a fan-out
+	// without filters reads no bodies.
+	//
+	// In turn: the tenants with undispatched messages are found by a skip
+	// scan of messages_undispatched_tenant (one index probe per tenant, at
+	// most $1 tenants, in id order), and each gives at most its share of
+	// the claim, $1 divided among them, its oldest first. A tenant that
+	// published a flood therefore takes its share of each claim, not the
+	// whole claim, and the others' messages are fanned out beside its
+	// backlog instead of after it. Within a tenant messages keep their
+	// order. A claim may take less than $1 while a tenant has more than its
+	// share (others had less); more then says to claim again.
+	//
+	// Rows come turn by turn, message by message, so the jobs, fetched in
+	// insertion order, alternate between tenants and endpoints instead of
+	// queueing one endpoint's deliveries behind each other.
+	claimMessages = `WITH RECURSIVE backlog (tenant_id, n) AS (
+    (SELECT tenant_id, 1 FROM herald.messages
+     WHERE dispatched_at IS NULL ORDER BY tenant_id LIMIT 1)
+    UNION ALL
+    SELECT (SELECT m.tenant_id FROM herald.messages m
+            WHERE m.dispatched_at IS NULL AND m.tenant_id > b.tenant_id
+            ORDER BY m.tenant_id LIMIT 1), b.n + 1
+    FROM backlog b
+    WHERE b.tenant_id IS NOT NULL AND b.n < $1
+), share AS (
+    SELECT greatest(1, ceil($1::numeric / nullif(count(*), 0)))::integer AS n, count(*) = $1 AS more_tenants
+    FROM backlog WHERE tenant_id IS NOT NULL
+), candidates AS (
+    SELECT c.*, row_number() OVER (PARTITION BY c.tenant_id ORDER BY c.created_at, c.id) AS turn
+    FROM backlog b
+    CROSS JOIN share s
+    CROSS JOIN LATERAL (
+        SELECT m.id, m.tenant_id, m.event_type, m.created_at, m.traceparent, m.channels, m.body
+        FROM herald.messages m
+        WHERE m.dispatched_at IS NULL AND m.tenant_id = b.tenant_id
+        ORDER BY m.created_at, m.id
+        LIMIT s.n + 1
+        FOR UPDATE SKIP LOCKED
+    ) c
+    WHERE b.tenant_id IS NOT NULL
+), claimed AS (
+    SELECT c.id, c.tenant_id, c.event_type, c.created_at, c.traceparent, c.channels, c.body, c.turn
+    FROM candidates c, share s
+    WHERE c.turn <= s.n
+    ORDER BY c.turn, c.created_at, c.id
     LIMIT $1
-    FOR UPDATE SKIP LOCKED
 ), dispatched AS (
     UPDATE herald.messages m SET dispatched_at = now()
     FROM claimed c
     WHERE m.id = c.id
 )
 SELECT c.id, c.tenant_id, c.traceparent, e.id, coalesce(e.enabled, false), coalesce(e.ordering = 'object', false), e.filter,
-    CASE WHEN bool_or(e.filter IS NOT NULL) OVER message AND row_number() OVER (message ORDER BY e.id) = 1 THEN c.body END
+    CASE WHEN bool_or(e.filter IS NOT NULL) OVER message AND row_number() OVER (message ORDER BY e.id) = 1 THEN c.body END,
+    (SELECT s.more_tenants FROM share s) OR (SELECT count(*) FROM candidates) > (SELECT count(*) FROM claimed)
 FROM claimed c
 LEFT JOIN herald.endpoints e
     ON e.tenant_id = c.tenant_id
    AND e.deleted_at IS NULL
    AND (cardinality(e.event_types) = 0 OR c.event_type = ANY (e.event_types))
    AND (cardinality(e.channels) = 0 OR e.channels && c.channels)
-WINDOW message AS (PARTITION BY c.created_at, c.id)
-ORDER BY c.created_at, c.id, e.id`
+WINDOW message AS (PARTITION BY c.id)
+ORDER BY c.turn, c.created_at, c.id, e.id`
 
 	// insertDeliveries inserts one delivery per (message, endpoint) pair
 	// and returns the ones it inserted: a pair that already has a delivery

@@ -117,7 +117,7 @@ func (l *listener) close(ctx context.Context) {
 // committed, and every PollInterval otherwise. Nothing polls faster, so an
 // idle fan-out costs one empty transaction per PollInterval.
 func (d *Dispatcher) drainAndWait(ctx context.Context, l *listener) {
-	w := wakeSchedule{poll: d.pollInterval}
+	w := wakeSchedule{poll: d.pollInterval, coalesce: d.drainCoalesce}
 	for {
 		// Subscribed before draining, so a publish committed while a batch
 		// runs still wakes the next wait.
@@ -125,6 +125,9 @@ func (d *Dispatcher) drainAndWait(ctx context.Context, l *listener) {
 		w.drained(time.Now())
 		notified, err := l.wait(ctx, w.wait(time.Now()))
 		if notified {
+			// With DrainCoalesce, the publishes of the rest of it wait
+			// to go with this one.
+			sleep(ctx, w.holdBack(time.Now()))
 			w.notified(time.Now())
 			// One drain claims every message committed before it starts,
 			// so a burst of publishes needs one drain, not one each.
@@ -157,6 +160,8 @@ const followUpMargin = 10 * time.Millisecond
 // message whose producer held its transaction open past the follow-up.
 type wakeSchedule struct {
 	poll time.Duration
+	// coalesce is Config.DrainCoalesce.
+	coalesce time.Duration
 	// followUp is when the follow-up drain is due; zero when none is.
 	followUp  time.Time
 	lastDrain time.Time
@@ -173,6 +178,12 @@ func (w *wakeSchedule) drained(now time.Time) {
 	if !w.followUp.IsZero() && !now.Before(w.followUp) {
 		w.followUp = time.Time{}
 	}
+}
+
+// holdBack is how long a notification that arrived at now waits before
+// its drain: the rest of coalesce since the last drain, or nothing.
+func (w *wakeSchedule) holdBack(now time.Time) time.Duration {
+	return max(w.lastDrain.Add(w.coalesce).Sub(now), 0)
 }
 
 // wait is how long from now the fan-out may wait for a notification

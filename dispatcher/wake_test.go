@@ -117,3 +117,13 @@ func TestWakeScheduleDrainsAtNotificationsAndAfterTheirWindow(t *testing.T) {
 	require.Equal(t, time.Second, w.wait(at(end)))
 	require.Zero(t, w.wait(at(end+2*time.Second)), "an overdue poll drains at once")
 }
+
+func TestWakeScheduleHoldsANotificationBackForTheRestOfDrainCoalesce(t *testing.T) {
+	t.Parallel()
+	t0 := time.Date(2026, 12, 4, 12, 0, 0, 0, time.UTC)
+	w := wakeSchedule{poll: time.Second, coalesce: 100 * time.Millisecond}
+	w.drained(t0)
+	require.Equal(t, 70*time.Millisecond, w.holdBack(t0.Add(30*time.Millisecond)))
+	require.Zero(t, w.holdBack(t0.Add(150*time.Millisecond)), "after a quiet spell a notification drains at once")
+	require.Zero(t, (&wakeSchedule{poll: time.Second}).holdBack(t0), "off by default")
+}

@@ -16,7 +16,22 @@ const (
 	// DefaultOpsTenant is the tenant whose endpoints receive operational
 	// events.
 	DefaultOpsTenant = "herald-ops"
+	// DefaultCertificateWarning is how long before an endpoint's client
+	// certificate lapses endpoint.certificate_expiring is published: 14
+	// days.
+	DefaultCertificateWarning = 14 * 24 * time.Hour
 )
+
+// BreakerThreshold is how many attempts in a row to one endpoint must get no
+// answer (time out, or fail to connect) for its breaker to open: from then
+// on each dispatcher process sends it one probe at a time, and its other
+// deliveries wait without holding workers (package delivery) until an
+// attempt is answered, which closes the breaker. Any answer counts, an
+// error status too: the breaker guards the workers an endpoint holds, not
+// its error rate, which the retry schedule and DisableAfter handle. An
+// endpoint that has not answered yet is not suspect: only attempts that
+// ended unanswered count.
+const BreakerThreshold = 3
 
 // Config tunes a [Tracker]. The zero value is ready to use.
 type Config struct {
@@ -35,6 +50,12 @@ type Config struct {
 	// about the ops tenant's own endpoints and deliveries are only logged,
 	// so a broken ops endpoint cannot feed on itself.
 	OpsTenant string
+	// CertificateWarning is how long before an endpoint's client
+	// certificate (mutual TLS) lapses endpoint.certificate_expiring is
+	// published, once per certificate (see
+	// Tracker.WarnExpiringCertificates). Defaults to 14 days. Zero means
+	// the default; negative means no warning is sent.
+	CertificateWarning time.Duration
 	// Logger receives a line for every state change. Defaults to
 	// slog.Default().
 	Logger *slog.Logger
@@ -46,6 +67,9 @@ func (c Config) withDefaults() Config {
 	}
 	if c.WarnAfter == 0 {
 		c.WarnAfter = DefaultWarnAfter
+	}
+	if c.CertificateWarning == 0 {
+		c.CertificateWarning = DefaultCertificateWarning
 	}
 	if c.OpsTenant == "" {
 		c.OpsTenant = DefaultOpsTenant

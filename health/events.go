@@ -26,6 +26,9 @@ const (
 	// TypeDeliveryExhausted is published when a delivery's retry window is
 	// spent without a success.
 	TypeDeliveryExhausted = "delivery.exhausted"
+	// TypeCertificateExpiring is published once per client certificate,
+	// Config.CertificateWarning before it lapses.
+	TypeCertificateExpiring = "endpoint.certificate_expiring"
 )
 
 // Endpoint identifies the endpoint an operational event is about.
@@ -82,6 +85,16 @@ type ExhaustedEvent struct {
 	LastAttemptAt  *time.Time `json:"last_attempt_at"`
 	LastStatusCode *int       `json:"last_status_code"`
 	LastError      *string    `json:"last_error"`
+}
+
+// CertificateExpiringEvent is the data of endpoint.certificate_expiring.
+type CertificateExpiringEvent struct {
+	Endpoint Endpoint `json:"endpoint"`
+	// Subject is the client certificate's, e.g. "CN=herald".
+	Subject string `json:"subject"`
+	// ExpiresAt is when it lapses; after it, receivers that require it
+	// refuse every delivery.
+	ExpiresAt time.Time `json:"expires_at"`
 }
 
 // publish puts an operational event in the outbox, in tx, for the ops

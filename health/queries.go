@@ -2,19 +2,45 @@ package health
 
 // The SQL of endpoint health.
 const (
-	selectState = `SELECT tenant_id, url, description, enabled, failing_since, failing_notified_at, last_success_at
+	// claimExpiringCertificates marks at most $3 client certificates that
+	// lapse before $2 and were not warned of as warned at $1, and returns
+	// them with their endpoints, through the partial index of the ones
+	// not warned of (migration 0040). SKIP LOCKED: two dispatchers checking
+	// at once warn of each certificate once.
+	claimExpiringCertificates = `WITH due AS (
+    SELECT c.endpoint_id FROM herald.endpoint_credentials c
+    WHERE c.tls_not_after IS NOT NULL AND c.tls_expiry_warned_at IS NULL AND c.tls_not_after < $2
+    ORDER BY c.tls_not_after LIMIT $3
+    FOR UPDATE SKIP LOCKED
+)
+UPDATE herald.endpoint_credentials c SET tls_expiry_warned_at = $1
+FROM due, herald.endpoints e
+WHERE c.endpoint_id = due.endpoint_id AND e.id = c.endpoint_id
+RETURNING e.id, e.tenant_id, e.url, e.description, coalesce(c.tls_subject, ''), c.tls_not_after, e.deleted_at IS NOT NULL`
+
+	selectState = `SELECT tenant_id, url, description, enabled, failing_since, failing_notified_at, last_success_at,
+    unreachable_streak
 FROM herald.endpoints WHERE id = $1`
 
 	selectStateForUpdate = selectState + ` FOR NO KEY UPDATE`
 
 	recordSuccess = `UPDATE herald.endpoints
-SET failing_since = NULL, failing_notified_at = NULL,
+SET failing_since = NULL, failing_notified_at = NULL, unreachable_streak = 0, breaker_opened_at = NULL,
     last_success_at = greatest(last_success_at, $2), updated_at = now()
 WHERE id = $1`
 
-	startFailing = `UPDATE herald.endpoints
-SET failing_since = $2, updated_at = now()
-WHERE id = $1 AND failing_since IS NULL`
+	// recordFailure starts the endpoint's failing spell at $2 unless one
+	// runs, and moves its breaker: an attempt that got no answer ($3) adds
+	// one to unreachable_streak and opens the breaker at $4 in a row; an
+	// answer, even an error, ends the streak and closes the breaker.
+	recordFailure = `UPDATE herald.endpoints
+SET failing_since = coalesce(failing_since, $2),
+    unreachable_streak = CASE WHEN $3 THEN unreachable_streak + 1 ELSE 0 END,
+    breaker_opened_at = CASE WHEN NOT $3 THEN NULL
+                             WHEN unreachable_streak + 1 >= $4 THEN coalesce(breaker_opened_at, $2)
+                             ELSE breaker_opened_at END,
+    updated_at = now()
+WHERE id = $1`
 
 	markWarned = `UPDATE herald.endpoints
 SET failing_notified_at = $2, updated_at = now()

@@ -11,6 +11,12 @@
 // its pending deliveries are cancelled and endpoint.disabled is published.
 // A success ends the spell (and publishes endpoint.recovered if the spell
 // had been announced). A 410 Gone disables at once ([Tracker.Disable]).
+//
+// The same transaction keeps the endpoint's breaker: BreakerThreshold
+// attempts in a row without an answer open it (endpoints.breaker_opened_at),
+// an answer closes it. Both are written only when the state changes, so a
+// dead endpoint's probes, like a healthy endpoint's successes, read the row
+// and write nothing.
 // Re-enabling is explicit (store.EnableEndpoint) and clears all of it.
 //
 // Operational events are ordinary messages of the ops tenant (default
@@ -53,6 +59,7 @@ type endpointState struct {
 	failingSince      *time.Time
 	failingNotifiedAt *time.Time
 	lastSuccessAt     *time.Time
+	unreachableStreak int
 }
 
 func (t *Tracker) state(ctx context.Context, tx pgx.Tx, endpointID uuid.UUID, lock bool) (endpointState, error) {
@@ -62,7 +69,7 @@ func (t *Tracker) state(ctx context.Context, tx pgx.Tx, endpointID uuid.UUID, lo
 	}
 	s := endpointState{Endpoint: Endpoint{ID: endpointID}}
 	err := tx.QueryRow(ctx, query, endpointID).Scan(&s.TenantID, &s.URL, &s.Description,
-		&s.enabled, &s.failingSince, &s.failingNotifiedAt, &s.lastSuccessAt)
+		&s.enabled, &s.failingSince, &s.failingNotifiedAt, &s.lastSuccessAt, &s.unreachableStreak)
 	return s, err
 }
 
@@ -77,7 +84,7 @@ func (t *Tracker) Succeeded(ctx context.Context, tx pgx.Tx, endpointID uuid.UUID
 	if err != nil {
 		return fmt.Errorf("endpoint %s health: %w", endpointID, err)
 	}
-	if s.failingSince == nil && s.lastSuccessAt != nil && at.Sub(*s.lastSuccessAt) < successResolution {
+	if s.failingSince == nil && s.unreachableStreak == 0 && s.lastSuccessAt != nil && at.Sub(*s.lastSuccessAt) < successResolution {
 		return nil
 	}
 	if s, err = t.state(ctx, tx, endpointID, true); err != nil {
@@ -100,11 +107,13 @@ func (t *Tracker) Succeeded(ctx context.Context, tx pgx.Tx, endpointID uuid.UUID
 }
 
 // Failed records a failed attempt to endpoint at time at; problem says what
-// went wrong ("HTTP 503 Service Unavailable"). It starts a failing spell,
+// went wrong ("HTTP 503 Service Unavailable"), and unreachable that no
+// answer came (the attempt timed out or could not connect). It starts a
+// failing spell, moves the endpoint's breaker (see BreakerThreshold),
 // publishes endpoint.failing once the spell has lasted WarnAfter, and
 // disables the endpoint once it has lasted DisableAfter, in which case
 // disabled is true. A disabled or deleted endpoint is left alone.
-func (t *Tracker) Failed(ctx context.Context, tx pgx.Tx, endpointID uuid.UUID, at time.Time, problem string) (disabled bool, err error) {
+func (t *Tracker) Failed(ctx context.Context, tx pgx.Tx, endpointID uuid.UUID, at time.Time, problem string, unreachable bool) (disabled bool, err error) {
 	s, err := t.state(ctx, tx, endpointID, false)
 	if errors.Is(err, pgx.ErrNoRows) {
 		return false, nil
@@ -112,7 +121,7 @@ func (t *Tracker) Failed(ctx context.Context, tx pgx.Tx, endpointID uuid.UUID, a
 	if err != nil {
 		return false, fmt.Errorf("endpoint %s health: %w", endpointID, err)
 	}
-	if !s.enabled || !t.failureChangesState(s, at) {
+	if !s.enabled || !t.failureChangesState(s, at, unreachable) {
 		return false, nil
 	}
 	if s, err = t.state(ctx, tx, endpointID, true); err != nil {
@@ -121,11 +130,13 @@ func (t *Tracker) Failed(ctx context.Context, tx pgx.Tx, endpointID uuid.UUID, a
 	if !s.enabled {
 		return false, nil
 	}
-	if s.failingSince == nil {
-		if _, err := tx.Exec(ctx, startFailing, endpointID, at); err != nil {
+	if s.failingSince == nil || breakerMoves(s, unreachable) {
+		if _, err := tx.Exec(ctx, recordFailure, endpointID, at, unreachable, BreakerThreshold); err != nil {
 			return false, fmt.Errorf("endpoint %s health: record failure: %w", endpointID, err)
 		}
-		s.failingSince = &at
+		if s.failingSince == nil {
+			s.failingSince = &at
+		}
 	}
 	spell := at.Sub(*s.failingSince)
 	if t.cfg.WarnAfter > 0 && s.failingNotifiedAt == nil && spell >= t.cfg.WarnAfter {
@@ -143,8 +154,8 @@ func (t *Tracker) Failed(ctx context.Context, tx pgx.Tx, endpointID uuid.UUID, a
 
 // failureChangesState says whether a failure at at has anything to write,
 // judged without a lock; the caller re-reads under the lock before writing.
-func (t *Tracker) failureChangesState(s endpointState, at time.Time) bool {
-	if s.failingSince == nil {
+func (t *Tracker) failureChangesState(s endpointState, at time.Time, unreachable bool) bool {
+	if s.failingSince == nil || breakerMoves(s, unreachable) {
 		return true
 	}
 	spell := at.Sub(*s.failingSince)
@@ -165,6 +176,17 @@ func (t *Tracker) warn(ctx context.Context, tx pgx.Tx, s endpointState, at time.
 		event.DisableAt = &disableAt
 	}
 	return t.publish(ctx, tx, s.Endpoint, TypeEndpointFailing, s.ID.String(), event)
+}
+
+// breakerMoves says whether a failure changes s's breaker: an unanswered
+// attempt while the breaker is not open yet counts towards opening it, an
+// answer ends the streak. Once open, further unanswered attempts write
+// nothing.
+func breakerMoves(s endpointState, unreachable bool) bool {
+	if unreachable {
+		return s.unreachableStreak < BreakerThreshold
+	}
+	return s.unreachableStreak > 0
 }
 
 // Disable disables endpoint at time at with reason (kept in

@@ -57,7 +57,7 @@ func (b *testBundle) fail(t *testing.T, at time.Time) (disabled bool) {
 	t.Helper()
 	inTx(t, b.pool, func(tx pgx.Tx) error {
 		var err error
-		disabled, err = b.tracker.Failed(context.Background(), tx, b.endpoint, at, "HTTP 503 Service Unavailable")
+		disabled, err = b.tracker.Failed(context.Background(), tx, b.endpoint, at, "HTTP 503 Service Unavailable", false)
 		return err
 	})
 	return disabled
@@ -290,4 +290,60 @@ func deliveryStatus(t *testing.T, pool *pgxpool.Pool, id uuid.UUID) string {
 	var status string
 	require.NoError(t, pool.QueryRow(context.Background(), "SELECT status FROM herald.deliveries WHERE id = $1", id).Scan(&status))
 	return status
+}
+
+func (b *testBundle) unanswered(t *testing.T, at time.Time) {
+	t.Helper()
+	inTx(t, b.pool, func(tx pgx.Tx) error {
+		_, err := b.tracker.Failed(context.Background(), tx, b.endpoint, at, "timed out after 15s", true)
+		return err
+	})
+}
+
+// breaker reads the endpoint's unanswered streak and when its breaker
+// opened.
+func (b *testBundle) breaker(t *testing.T) (streak int, opened *time.Time) {
+	t.Helper()
+	require.NoError(t, b.pool.QueryRow(context.Background(),
+		`SELECT unreachable_streak, breaker_opened_at FROM herald.endpoints WHERE id = $1`, b.endpoint).Scan(&streak, &opened))
+	return streak, opened
+}
+
+// BreakerThreshold unanswered attempts in a row open the breaker at the
+// last one's time; later ones write nothing; an answer, an error status
+// included, closes it, and so does a success.
+func TestBreakerOpensOnUnansweredAttemptsInARow(t *testing.T) {
+	t.Parallel()
+	b := setup(t)
+	for i := range health.BreakerThreshold - 1 {
+		b.unanswered(t, t0.Add(time.Duration(i)*time.Minute))
+	}
+	streak, opened := b.breaker(t)
+	require.Equal(t, health.BreakerThreshold-1, streak)
+	require.Nil(t, opened, "below the threshold the breaker stays closed")
+
+	b.fail(t, t0.Add(10*time.Minute))
+	streak, _ = b.breaker(t)
+	require.Zero(t, streak, "an answer, even an error, ends the streak")
+
+	for i := range health.BreakerThreshold + 2 {
+		b.unanswered(t, t0.Add(time.Hour+time.Duration(i)*time.Minute))
+	}
+	streak, opened = b.breaker(t)
+	require.Equal(t, health.BreakerThreshold, streak, "the streak stops counting once the breaker is open")
+	require.NotNil(t, opened)
+	require.True(t, opened.Equal(t0.Add(time.Hour+time.Duration(health.BreakerThreshold-1)*time.Minute)), "it opened at the attempt that reached the threshold, got %s", opened)
+
+	b.fail(t, t0.Add(2*time.Hour))
+	streak, opened = b.breaker(t)
+	require.Zero(t, streak)
+	require.Nil(t, opened, "an answered attempt closes the breaker")
+
+	for i := range health.BreakerThreshold {
+		b.unanswered(t, t0.Add(3*time.Hour+time.Duration(i)*time.Minute))
+	}
+	b.succeed(t, t0.Add(4*time.Hour))
+	streak, opened = b.breaker(t)
+	require.Zero(t, streak)
+	require.Nil(t, opened, "a success closes the breaker")
 }

@@ -29,6 +29,8 @@ type endpointForm struct {
 	// Ordering is chosen on the create form only.
 	Ordering store.Ordering
 	optionsForm
+	// Credentials are the authentication and mutual TLS (endpoint_auth.go).
+	Credentials credentialsForm
 }
 
 // eventTypeInfo is an entry of the event-type catalogue.
@@ -58,6 +60,7 @@ func readEndpointForm(r *http.Request) endpointForm {
 		OtherTypes:  r.PostFormValue("other_types"),
 		Ordering:    store.Ordering(r.PostFormValue("ordering")),
 		optionsForm: readOptionsForm(r),
+		Credentials: readCredentialsForm(r),
 	}
 }
 
@@ -160,9 +163,11 @@ func fieldLabel(field string) string {
 		return "The headers:"
 	case "timeout_seconds":
 		return "The timeout"
-	default:
-		return field + ":"
 	}
+	if label, ok := credentialFieldLabels[field]; ok {
+		return label
+	}
+	return field + ":"
 }
 
 func (p *Portal) newEndpoint(w http.ResponseWriter, r *http.Request, s *session) error {
@@ -175,16 +180,24 @@ func (p *Portal) createEndpoint(w http.ResponseWriter, r *http.Request, s *sessi
 	if bad != nil {
 		return p.renderEndpointForm(w, r, s, http.StatusUnprocessableEntity, formRefused(endpointFormPage{Form: form}, bad))
 	}
-	e, err := p.store.CreateEndpoint(r.Context(), store.NewEndpoint{
-		TenantID:    s.TenantID,
-		URL:         form.URL,
-		Description: form.Description,
-		EventTypes:  form.subscription(),
-		Ordering:    form.Ordering,
-		Channels:    form.channels(),
-		Filter:      form.Filter,
-		Headers:     form.headers(),
-		Timeout:     timeout,
+	var e store.Endpoint
+	err := pgx.BeginFunc(r.Context(), p.pool, func(tx pgx.Tx) error {
+		var err error
+		e, err = p.store.CreateEndpointTx(r.Context(), tx, store.NewEndpoint{
+			TenantID:    s.TenantID,
+			URL:         form.URL,
+			Description: form.Description,
+			EventTypes:  form.subscription(),
+			Ordering:    form.Ordering,
+			Channels:    form.channels(),
+			Filter:      form.Filter,
+			Headers:     form.headers(),
+			Timeout:     timeout,
+		})
+		if err != nil {
+			return err
+		}
+		return p.store.SetCredentialsTx(r.Context(), tx, e.ID, form.Credentials.change(false))
 	})
 	if err != nil {
 		data := endpointFormPage{Form: form}
@@ -216,6 +229,11 @@ func (p *Portal) editEndpoint(w http.ResponseWriter, r *http.Request, s *session
 	}
 	form := formFor(e, catalogue)
 	form.optionsForm = optionsFormFor(options)
+	summary, err := p.credentialsOf(r.Context(), e.ID)
+	if err != nil {
+		return err
+	}
+	form.Credentials = credentialsFormFor(summary)
 	return p.renderEndpointForm(w, r, s, http.StatusOK, endpointFormPage{ID: e.ID, Form: form})
 }
 
@@ -226,13 +244,25 @@ func (p *Portal) updateEndpoint(w http.ResponseWriter, r *http.Request, s *sessi
 	}
 	form := readEndpointForm(r)
 	types, channels, headers := form.subscription(), form.channels(), form.headers()
-	timeout, bad := form.timeout()
-	if bad != nil {
-		return p.renderEndpointForm(w, r, s, http.StatusUnprocessableEntity, formRefused(endpointFormPage{ID: e.ID, Form: form}, bad))
+	// A timeout the form refuses is answered as the store's refusals are,
+	// with the endpoint's current credentials shown.
+	if timeout, bad := form.timeout(); bad != nil {
+		err = bad
+	} else {
+		err = pgx.BeginFunc(r.Context(), p.pool, func(tx pgx.Tx) error {
+			_, err := p.store.UpdateEndpointTx(r.Context(), tx, e.ID, store.EndpointUpdate{URL: &form.URL, Description: &form.Description, EventTypes: &types,
+				Channels: &channels, Filter: &form.Filter, Headers: &headers, Timeout: &timeout})
+			if err != nil {
+				return err
+			}
+			return p.store.SetCredentialsTx(r.Context(), tx, e.ID, form.Credentials.change(true))
+		})
 	}
-	_, err = p.store.UpdateEndpoint(r.Context(), e.ID, store.EndpointUpdate{URL: &form.URL, Description: &form.Description, EventTypes: &types,
-		Channels: &channels, Filter: &form.Filter, Headers: &headers, Timeout: &timeout})
 	if err != nil {
+		var readErr error
+		if form.Credentials.Current, readErr = p.credentialsOf(r.Context(), e.ID); readErr != nil {
+			return readErr
+		}
 		data := endpointFormPage{ID: e.ID, Form: form}
 		if refused(err, &data) {
 			return p.renderEndpointForm(w, r, s, http.StatusUnprocessableEntity, data)

@@ -30,6 +30,9 @@ type endpointView struct {
 	LastSuccessAt  *time.Time
 	CreatedAt      time.Time
 	Ordering       store.Ordering
+	// BreakerOpenedAt is when the endpoint's breaker opened, nil while it
+	// is closed (health.BreakerThreshold).
+	BreakerOpenedAt *time.Time
 	// Attempts in the last 24 hours, on the list page only.
 	Succeeded24h int
 	Failed24h    int
@@ -38,7 +41,7 @@ type endpointView struct {
 func scanEndpoint(row pgx.CollectableRow) (endpointView, error) {
 	var e endpointView
 	err := row.Scan(&e.ID, &e.URL, &e.Description, &e.EventTypes, &e.Enabled, &e.DisabledReason,
-		&e.DisabledAt, &e.FailingSince, &e.LastSuccessAt, &e.CreatedAt, &e.Ordering, &e.Succeeded24h, &e.Failed24h)
+		&e.DisabledAt, &e.FailingSince, &e.LastSuccessAt, &e.CreatedAt, &e.Ordering, &e.BreakerOpenedAt, &e.Succeeded24h, &e.Failed24h)
 	return e, err
 }
 
@@ -145,6 +148,8 @@ type endpointPage struct {
 	// HeldBack are the objects of an ordered endpoint whose head keeps
 	// failing, holding back their later versions.
 	HeldBack []heldBackView
+	// Credentials says how the endpoint authenticates, no secret shown.
+	Credentials store.CredentialsSummary
 }
 
 // heldBackView is the head of an ordered endpoint's line that has failed
@@ -211,6 +216,9 @@ func (p *Portal) showEndpoint(w http.ResponseWriter, r *http.Request, s *session
 	}
 	data.Day, data.Week, err = p.outcomeCharts(ctx, s, e.ID, now)
 	if err != nil {
+		return err
+	}
+	if data.Credentials, err = p.credentialsOf(ctx, e.ID); err != nil {
 		return err
 	}
 	recent, err := deliverylog.ListRecentDeliveries(ctx, p.pool, s.TenantID, e.ID, recentDeliveries)

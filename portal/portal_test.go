@@ -433,3 +433,24 @@ FROM generate_series(1, $1) n`, deliverylog.ScanBudget+5)
 	require.Equal(t, http.StatusOK, second.StatusCode)
 	require.Equal(t, 1, strings.Count(second.body, "order.rare</code>"))
 }
+
+// An endpoint behind an open breaker says so on its page, and that the
+// other deliveries wait until it answers.
+func TestEndpointPageShowsTheBreaker(t *testing.T) {
+	t.Parallel()
+	b := setup(t)
+	f := b.fixture(t, "acme")
+	br := b.signIn(t, "acme")
+	path := "/portal/endpoints/" + f.endpoint.String()
+
+	resp := br.get(path)
+	require.Equal(t, http.StatusOK, resp.StatusCode, resp.body)
+	require.NotContains(t, resp.body, `data-breaker="open"`)
+
+	_, err := b.pool.Exec(context.Background(), `UPDATE herald.endpoints SET unreachable_streak = 3, breaker_opened_at = now(), failing_since = now() WHERE id = $1`, f.endpoint)
+	require.NoError(t, err)
+	resp = br.get(path)
+	require.Equal(t, http.StatusOK, resp.StatusCode, resp.body)
+	require.Contains(t, resp.body, `data-breaker="open"`)
+	require.Contains(t, resp.body, "one delivery at a time to test it")
+}

@@ -8,7 +8,7 @@ const (
 
 	endpointColumns = `
 e.id, e.url, e.description, e.event_types, e.enabled, coalesce(e.disabled_reason, ''),
-e.disabled_at, e.failing_since, e.last_success_at, e.created_at, e.ordering`
+e.disabled_at, e.failing_since, e.last_success_at, e.created_at, e.ordering, e.breaker_opened_at`
 
 	// listEndpoints counts each endpoint's attempts of the last 24 hours
 	// from attempts_endpoint_started alone (it includes outcome): one

@@ -163,6 +163,7 @@ var templateFuncs = template.FuncMap{
 	"statusText": http.StatusText,
 	"host":       host,
 	"has":        slices.Contains[[]string],
+	"hasPrefix":  strings.HasPrefix,
 }
 
 // timeOf turns a time.Time or *time.Time into a pointer that is nil for a

@@ -60,8 +60,16 @@ type Endpoint struct {
 	FailingSince *time.Time
 	// LastSuccessAt is the time of the last successful attempt, if any.
 	LastSuccessAt *time.Time
-	CreatedAt     time.Time
-	UpdatedAt     time.Time
+	// UnreachableStreak counts the latest attempts in a row that got no
+	// answer (timed out or could not connect), up to
+	// health.BreakerThreshold.
+	UnreachableStreak int
+	// BreakerOpenedAt is when the endpoint's breaker opened, nil while it
+	// is closed: the dispatchers send it one probe at a time until an
+	// attempt is answered (health.BreakerThreshold).
+	BreakerOpenedAt *time.Time
+	CreatedAt       time.Time
+	UpdatedAt       time.Time
 }
 
 // Subscribes reports whether the endpoint receives events of eventType.
@@ -153,7 +161,8 @@ func scanEndpoint(row pgx.Row) (Endpoint, error) {
 		options storedOptions
 	)
 	err := row.Scan(&e.ID, &e.TenantID, &e.URL, &e.Description, &e.EventTypes, &e.RateLimit, &e.Ordering, &e.Enabled,
-		&e.DisabledReason, &e.DisabledAt, &e.FailingSince, &e.LastSuccessAt, &e.CreatedAt, &e.UpdatedAt, &e.Channels, &e.Filter,
+		&e.DisabledReason, &e.DisabledAt, &e.FailingSince, &e.LastSuccessAt, &e.UnreachableStreak, &e.BreakerOpenedAt,
+		&e.CreatedAt, &e.UpdatedAt, &e.Channels, &e.Filter,
 		&headers, &options.timeoutMS, &options.windowMS, &options.baseMS, &options.capMS)
 	if err != nil {
 		return e, err

@@ -2,7 +2,7 @@ package store
 
 // Tenants.
 const (
-	tenantColumns = `id, name, max_endpoints, rate_limits, retention, endpoint_count, created_at, updated_at`
+	tenantColumns = `id, name, max_endpoints, rate_limits, retention, max_inflight, endpoint_count, created_at, updated_at`
 
 	insertTenant = `INSERT INTO herald.tenants (id, name) VALUES ($1, $2)
 ON CONFLICT (id) DO NOTHING
@@ -22,13 +22,16 @@ WHERE id > $1 AND deleted_at IS NULL ORDER BY id LIMIT $2`
 	// updateTenant sets the name unless $2 is NULL; the own endpoint cap
 	// to $3 unless it is NULL, or back to the default when it is negative;
 	// and, of the own rate limits, removes the actions $4 and sets those of
-	// the object $5; and the own retention to $6 unless it is NULL, or
-	// back to the global one when it is negative.
+	// the object $5; the own retention to $6 unless it is NULL, or
+	// back to the global one when it is negative; and the own in-flight
+	// cap to $7 unless it is NULL, or back to the default when it is
+	// negative.
 	updateTenant = `UPDATE herald.tenants SET
     name = coalesce($2, name),
     max_endpoints = CASE WHEN $3::integer IS NULL THEN max_endpoints WHEN $3 < 0 THEN NULL ELSE $3 END,
     rate_limits = (rate_limits - $4::text[]) || $5::jsonb,
     retention = CASE WHEN $6::interval IS NULL THEN retention WHEN $6 <= interval '0' THEN NULL ELSE $6 END,
+    max_inflight = CASE WHEN $7::integer IS NULL THEN max_inflight WHEN $7 < 0 THEN NULL ELSE $7 END,
     updated_at = now()
 WHERE id = $1 AND deleted_at IS NULL
 RETURNING ` + tenantColumns
@@ -36,11 +39,45 @@ RETURNING ` + tenantColumns
 	tenantExists = `SELECT EXISTS (SELECT 1 FROM herald.tenants WHERE id = $1 AND deleted_at IS NULL)`
 )
 
+// Endpoint credentials (endpoint_auth.go): one row per endpoint that ever
+// had any, in herald.endpoint_credentials.
+const (
+	// lockCredentials locks the endpoint's row (so that two changes of its
+	// credentials apply one after the other) and reads its credentials.
+	lockCredentials = `SELECT c.auth_sealed, c.tls_sealed, c.ca_bundle
+FROM herald.endpoints e LEFT JOIN herald.endpoint_credentials c ON c.endpoint_id = e.id
+WHERE e.id = $1 AND e.deleted_at IS NULL
+FOR NO KEY UPDATE OF e`
+
+	// upsertCredentials writes every column and grows the revision; a new
+	// certificate ($7 differs) clears the expiry warning.
+	upsertCredentials = `INSERT INTO herald.endpoint_credentials AS c
+    (endpoint_id, auth_type, auth_public, auth_sealed, tls_sealed, tls_subject, tls_not_after, ca_bundle)
+VALUES ($1, $2, $3, $4, $5, $6, $7, $8)
+ON CONFLICT (endpoint_id) DO UPDATE SET
+    auth_type = EXCLUDED.auth_type, auth_public = EXCLUDED.auth_public, auth_sealed = EXCLUDED.auth_sealed,
+    tls_sealed = EXCLUDED.tls_sealed, tls_subject = EXCLUDED.tls_subject, tls_not_after = EXCLUDED.tls_not_after,
+    ca_bundle = EXCLUDED.ca_bundle,
+    tls_expiry_warned_at = CASE WHEN c.tls_not_after IS NOT DISTINCT FROM EXCLUDED.tls_not_after THEN c.tls_expiry_warned_at END,
+    revision = c.revision + 1, updated_at = now()`
+
+	// selectCredentials reads an endpoint's credentials, sealed.
+	selectCredentials = `SELECT c.revision, c.auth_sealed, c.tls_sealed, c.ca_bundle
+FROM herald.endpoint_credentials c JOIN herald.endpoints e ON e.id = c.endpoint_id
+WHERE c.endpoint_id = $1 AND e.deleted_at IS NULL`
+
+	// describeCredentials reads what the API shows of the credentials of
+	// the endpoints $1: nothing sealed.
+	describeCredentials = `SELECT endpoint_id, auth_public, tls_sealed IS NOT NULL, tls_subject, tls_not_after, ca_bundle
+FROM herald.endpoint_credentials
+WHERE endpoint_id = ANY($1) AND (auth_type IS NOT NULL OR tls_sealed IS NOT NULL OR ca_bundle IS NOT NULL)`
+)
+
 // Endpoints. NULLs come back as zero values where Endpoint has no pointer.
 const (
 	endpointColumns = `id, tenant_id, url, description, event_types, coalesce(rate_limit, 0), ordering, enabled,
-coalesce(disabled_reason, ''), disabled_at, failing_since, last_success_at, created_at, updated_at,
-channels, coalesce(filter, ''), headers, timeout_ms, retry_window_ms, retry_base_ms, retry_cap_ms`
+coalesce(disabled_reason, ''), disabled_at, failing_since, last_success_at, unreachable_streak, breaker_opened_at,
+created_at, updated_at, channels, coalesce(filter, ''), headers, timeout_ms, retry_window_ms, retry_base_ms, retry_cap_ms`
 
 	// insertEndpoint creates the endpoint and its first secret in one
 	// statement, and nothing when the tenant does not exist or has as many
@@ -113,11 +150,13 @@ RETURNING ` + endpointColumns
 	// update that keeps some secret values.
 	selectEndpointHeaders = `SELECT headers FROM herald.endpoints WHERE id = $1 AND deleted_at IS NULL`
 
-	// enableEndpoint also clears the failing spell, so the health clock and
-	// the failing warning start afresh.
+	// enableEndpoint also clears the failing spell and closes the
+	// breaker, so the health clock, the failing warning and the breaker's
+	// count start afresh.
 	enableEndpoint = `UPDATE herald.endpoints SET
     enabled = true, disabled_reason = NULL, disabled_at = NULL,
-    failing_since = NULL, failing_notified_at = NULL, updated_at = now()
+    failing_since = NULL, failing_notified_at = NULL,
+    unreachable_streak = 0, breaker_opened_at = NULL, updated_at = now()
 WHERE id = $1 AND deleted_at IS NULL
 RETURNING ` + endpointColumns
 )

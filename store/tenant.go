@@ -39,6 +39,10 @@ type TenantLimits struct {
 	// than the dispatchers' --retention; nil means theirs (package
 	// retention, Settings.Effective).
 	Retention *time.Duration
+	// MaxInflight is the tenant's own cap on its attempts running at once
+	// in each dispatcher process; nil means the dispatchers' default
+	// (delivery.Config.MaxInflightPerTenant: half their workers).
+	MaxInflight *int
 }
 
 // NewTenant is what CreateTenant needs.
@@ -68,14 +72,23 @@ type TenantUpdate struct {
 	// caller judges it against the dispatchers' settings
 	// (retention.Settings.CheckTenant).
 	Retention *time.Duration
+	// MaxInflight sets the tenant's own in-flight cap, 1 to
+	// MaxInflightLimit; a pointer to a negative number removes it, so the
+	// dispatchers' default applies again. A dispatcher applies it to the
+	// next delivery of the tenant it loads.
+	MaxInflight *int
 }
 
 // MaxEndpointsLimit is the largest endpoint cap a tenant can be given.
 const MaxEndpointsLimit = 1_000_000
 
+// MaxInflightLimit is the largest in-flight cap a tenant can be given:
+// more than any dispatcher's workers.
+const MaxInflightLimit = 1_000_000
+
 func scanTenant(row pgx.Row) (Tenant, error) {
 	var t Tenant
-	err := row.Scan(&t.ID, &t.Name, &t.Limits.MaxEndpoints, &t.Limits.Rates, &t.Limits.Retention, &t.EndpointCount, &t.CreatedAt, &t.UpdatedAt)
+	err := row.Scan(&t.ID, &t.Name, &t.Limits.MaxEndpoints, &t.Limits.Rates, &t.Limits.Retention, &t.Limits.MaxInflight, &t.EndpointCount, &t.CreatedAt, &t.UpdatedAt)
 	if t.Limits.Rates == nil {
 		t.Limits.Rates = map[limits.Action]limits.Rate{}
 	}
@@ -183,6 +196,10 @@ func (s *Store) updateTenant(ctx context.Context, db dbtx, id string, u TenantUp
 		return Tenant{}, fmt.Errorf("update tenant %q: %w", id, invalid("limits.max_endpoints",
 			"is %d; give a cap from 0 to %d, or null for the default", *u.MaxEndpoints, MaxEndpointsLimit))
 	}
+	if u.MaxInflight != nil && (*u.MaxInflight == 0 || *u.MaxInflight > MaxInflightLimit) {
+		return Tenant{}, fmt.Errorf("update tenant %q: %w", id, invalid("limits.max_inflight",
+			"is %d; give a cap from 1 to %d attempts, or null for the dispatchers' default", *u.MaxInflight, MaxInflightLimit))
+	}
 	if u.Retention != nil && *u.Retention >= 0 && (*u.Retention == 0 || *u.Retention%time.Second != 0) {
 		return Tenant{}, fmt.Errorf("update tenant %q: %w", id, invalid("limits.retention_seconds",
 			"is %s; give a whole number of seconds, or null for the global retention", *u.Retention))
@@ -201,7 +218,7 @@ func (s *Store) updateTenant(ctx context.Context, db dbtx, id string, u TenantUp
 		}
 		set[a] = *r
 	}
-	t, err := scanTenant(db.QueryRow(ctx, updateTenant, id, u.Name, u.MaxEndpoints, removed, set, u.Retention))
+	t, err := scanTenant(db.QueryRow(ctx, updateTenant, id, u.Name, u.MaxEndpoints, removed, set, u.Retention, u.MaxInflight))
 	if errors.Is(err, pgx.ErrNoRows) {
 		return Tenant{}, fmt.Errorf("update tenant %q: %w", id, ErrNotFound)
 	}

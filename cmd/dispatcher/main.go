@@ -22,6 +22,7 @@ import (
 	"github.com/heraldhq/herald/delivery"
 	"github.com/heraldhq/herald/dispatcher"
 	"github.com/heraldhq/herald/health"
+	"github.com/heraldhq/herald/internal/ssrf"
 	"github.com/heraldhq/herald/retention"
 	"github.com/heraldhq/herald/store"
 )
@@ -61,6 +62,15 @@ func run(args []string) error {
 	if err != nil {
 		return err
 	}
+	transport := guard.Transport()
+	if s.egressProxy != "" {
+		proxy, err := ssrf.ParseProxy(s.egressProxy)
+		if err != nil {
+			return err
+		}
+		transport = guard.ProxyTransport(proxy)
+		logger.Info("deliveries go through the egress proxy", "egress_proxy", proxy.Redacted())
+	}
 
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
@@ -95,13 +105,15 @@ func run(args []string) error {
 			Timeout:                s.timeout,
 			EndpointBounds:         s.endpointBounds,
 			MaxInflightPerEndpoint: s.maxInflight,
+			MaxInflightPerTenant:   s.tenantInflight,
 			OrderedHeadLimit:       s.headLimit,
-			Transport:              guard.Transport(),
+			Transport:              transport,
 			Health:                 tracker,
 		},
 		Workers:              s.workers,
 		BatchSize:            s.batchSize,
 		PollInterval:         s.pollInterval,
+		DrainCoalesce:        s.drainCoalesce,
 		RescueStuckJobsAfter: s.rescueAfter,
 		ReconcileInterval:    s.reconcile,
 		FanOutTimeout:        s.fanOutTimeout,

@@ -292,6 +292,8 @@ func TestBadSettingsAreNamed(t *testing.T) {
 		{env: []string{"HERALD_SECRET_KEY="}, want: "HERALD_SECRET_KEY is empty"},
 		{env: []string{"HERALD_DISABLE_AFTER=5d"}, want: `HERALD_DISABLE_AFTER="5d" is not a duration`},
 		{env: []string{"HERALD_ALLOW_CIDRS=localhost"}, want: `allow-list entry "localhost" is not a CIDR range`},
+		{env: []string{"HERALD_EGRESS_PROXY=socks5://proxy.internal:1080"}, want: `--egress-proxy / HERALD_EGRESS_PROXY uses "socks5"; Herald speaks HTTP CONNECT`},
+		{env: []string{"HERALD_CERTIFICATE_WARNING=2w"}, want: `HERALD_CERTIFICATE_WARNING="2w" is not a duration`},
 	} {
 		cmd := exec.Command(binary, tt.args...)
 		cmd.Env = append(os.Environ(), "HERALD_DATABASE_URL="+b.url, "HERALD_SECRET_KEY="+b.key,
@@ -319,6 +321,7 @@ func TestHelpListsEverySetting(t *testing.T) {
 		"HERALD_RETRY_CAP", "HERALD_RETRY_WINDOW", "HERALD_MAX_RETRY_AFTER", "HERALD_ALLOW_CIDRS", "HERALD_SECRET_KEY",
 		"HERALD_DISABLE_AFTER", "HERALD_FAILING_WARNING_AFTER", "HERALD_OPS_TENANT", "HERALD_METRICS_ADDR",
 		"HERALD_ENDPOINT_MAX_TIMEOUT", "HERALD_ENDPOINT_MIN_RETRY_BASE", "HERALD_ENDPOINT_MAX_RETRY_CAP", "HERALD_ENDPOINT_MAX_RETRY_WINDOW",
+		"HERALD_EGRESS_PROXY", "HERALD_CERTIFICATE_WARNING",
 	} {
 		require.Contains(t, string(out), want)
 	}
@@ -340,4 +343,23 @@ func (s *syncBuffer) String() string {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	return s.buf.String()
+}
+
+// --egress-proxy sends deliveries through the proxy: the receiver's only
+// connections come from it.
+func TestEgressProxyFlagSendsThroughTheProxy(t *testing.T) {
+	t.Parallel()
+	b, ctx := setup(t)
+	proxy := webhooktest.NewConnectProxy(t)
+	proxy.Authorization = "Basic aGVyYWxkOnMzY3JldA==" // herald:s3cret
+	r := webhooktest.NewReceiver(t, webhooktest.Status(http.StatusOK))
+	b.endpoint(t, ctx, r.URL)
+	p := b.start(t, "HERALD_EGRESS_PROXY=http://herald:s3cret@"+proxy.Addr)
+	message := b.publish(t, ctx)
+
+	require.Eventually(t, func() bool { return b.status(t, ctx, message) == "succeeded" }, 30*time.Second, 100*time.Millisecond)
+	require.True(t, proxy.Made(r.Requests()[0].RemoteAddr), "the request came through the proxy")
+	require.NotEmpty(t, proxy.Connects())
+	require.Contains(t, p.output.String(), "http://herald:xxxxx@"+proxy.Addr, "the proxy is logged without its password")
+	require.NotContains(t, p.output.String(), "s3cret")
 }

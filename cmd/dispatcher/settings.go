@@ -16,21 +16,24 @@ import (
 
 // settings are the dispatcher's flags.
 type settings struct {
-	db            flagenv.Database
-	ssrf          ssrf.Config
-	pprofAddr     string
-	health        health.Config
-	workers       int
-	batchSize     int
-	pollInterval  time.Duration
-	timeout       time.Duration
-	maxInflight   int
-	headLimit     time.Duration
-	rescueAfter   time.Duration
-	reconcile     time.Duration
-	fanOutTimeout time.Duration
-	shutdownGrace time.Duration
-	metricsAddr   string
+	db             flagenv.Database
+	ssrf           ssrf.Config
+	egressProxy    string
+	pprofAddr      string
+	health         health.Config
+	workers        int
+	batchSize      int
+	pollInterval   time.Duration
+	drainCoalesce  time.Duration
+	timeout        time.Duration
+	maxInflight    int
+	tenantInflight int
+	headLimit      time.Duration
+	rescueAfter    time.Duration
+	reconcile      time.Duration
+	fanOutTimeout  time.Duration
+	shutdownGrace  time.Duration
+	metricsAddr    string
 	// partitionInterval and retention: package retention.
 	partitionInterval time.Duration
 	retention         time.Duration
@@ -42,6 +45,9 @@ type settings struct {
 func (s *settings) register(fs *flagenv.FlagSet) {
 	fs.DatabaseVar(&s.db, dispatcher.DefaultMaxConns)
 	fs.SSRFVar(&s.ssrf)
+	fs.StringVar(&s.egressProxy, "egress-proxy", "",
+		"send every delivery and OAuth2 token request through this HTTP CONNECT proxy, http://[user:password@]host:port, so receivers can allow-list its addresses; the SSRF guard still checks each receiver's addresses first. Empty connects directly")
+	fs.Env("egress-proxy", ssrf.EnvEgressProxy)
 	fs.PprofVar(&s.pprofAddr)
 
 	fs.DurationVar(&s.health.DisableAfter, "disable-after", health.DefaultDisableAfter,
@@ -53,6 +59,9 @@ func (s *settings) register(fs *flagenv.FlagSet) {
 	fs.StringVar(&s.health.OpsTenant, "ops-tenant", health.DefaultOpsTenant,
 		"tenant that receives operational events (endpoint.failing, endpoint.disabled, endpoint.recovered, delivery.exhausted)")
 	fs.Env("ops-tenant", "HERALD_OPS_TENANT")
+	fs.DurationVar(&s.health.CertificateWarning, "certificate-warning", health.DefaultCertificateWarning,
+		"publish endpoint.certificate_expiring this long before an endpoint's client certificate lapses; negative never warns")
+	fs.Env("certificate-warning", "HERALD_CERTIFICATE_WARNING")
 
 	fs.IntVar(&s.workers, "workers", dispatcher.DefaultWorkers,
 		"deliveries this process sends at once; sending mostly waits on receivers, so this is large")
@@ -63,12 +72,18 @@ func (s *settings) register(fs *flagenv.FlagSet) {
 	fs.DurationVar(&s.pollInterval, "poll-interval", dispatcher.DefaultPollInterval,
 		"how often to look for new messages when no notification arrived (see dispatcher.Config.PollInterval)")
 	fs.Env("poll-interval", "HERALD_POLL_INTERVAL")
+	fs.DurationVar(&s.drainCoalesce, "drain-coalesce", 0,
+		"wait up to this long after a drain before draining again for a notification, so that a trickle of publishes goes out together: less CPU per delivery, up to this much more latency (see dispatcher.Config.DrainCoalesce); 0 drains at once")
+	fs.Env("drain-coalesce", "HERALD_DRAIN_COALESCE")
 	fs.DurationVar(&s.timeout, "timeout", delivery.DefaultTimeout,
 		"time limit of one delivery attempt, from connecting to reading the response")
 	fs.Env("timeout", "HERALD_DELIVERY_TIMEOUT")
 	fs.IntVar(&s.maxInflight, "max-inflight-per-endpoint", delivery.DefaultMaxInflightPerEndpoint,
 		"attempts to one endpoint this process runs at once; more wait without holding a worker")
 	fs.Env("max-inflight-per-endpoint", "HERALD_MAX_INFLIGHT_PER_ENDPOINT")
+	fs.IntVar(&s.tenantInflight, "max-inflight-per-tenant", 0,
+		"attempts of one tenant this process runs at once, unless the tenant has its own (PATCH /v1/tenants/{id} limits.max_inflight); more wait without holding a worker; 0 means half of --workers")
+	fs.Env("max-inflight-per-tenant", "HERALD_MAX_INFLIGHT_PER_TENANT")
 	fs.DurationVar(&s.rescueAfter, "rescue-stuck-after", dispatcher.DefaultRescueStuckJobsAfter,
 		"run a delivery again when its dispatcher has not finished it after this long (it died); must exceed twice the longer of --timeout and --endpoint-max-timeout")
 	fs.Env("rescue-stuck-after", "HERALD_RESCUE_STUCK_AFTER")
@@ -130,6 +145,12 @@ func (s *settings) check() error {
 	}
 	if err := s.endpointBounds.Check(); err != nil {
 		errs = append(errs, fmt.Errorf("--endpoint-*: %w", err))
+	}
+	if s.tenantInflight < 0 {
+		errs = append(errs, fmt.Errorf("--max-inflight-per-tenant must not be negative (0 means half of --workers), got %d", s.tenantInflight))
+	}
+	if s.drainCoalesce < 0 || s.drainCoalesce > time.Second {
+		errs = append(errs, fmt.Errorf("--drain-coalesce must be from 0 (off) to 1s, got %s", s.drainCoalesce))
 	}
 	if s.headLimit < 0 {
 		errs = append(errs, fmt.Errorf("--ordered-head-limit must not be negative (0 means --retry-window), got %s", s.headLimit))

@@ -1,6 +1,9 @@
 package main
 
 import (
+	"context"
+	"net/http"
+	"net/http/httptest"
 	"testing"
 	"time"
 
@@ -12,8 +15,10 @@ import (
 	semconv "go.opentelemetry.io/otel/semconv/v1.40.0"
 	"go.opentelemetry.io/otel/trace/noop"
 
+	"github.com/heraldhq/herald/api"
 	"github.com/heraldhq/herald/delivery"
 	"github.com/heraldhq/herald/dispatcher"
+	"github.com/heraldhq/herald/internal/auth"
 	"github.com/heraldhq/herald/internal/otlptest"
 	"github.com/heraldhq/herald/internal/webhooktest"
 )
@@ -87,4 +92,70 @@ func TestAttemptSpansJoinTheProducersTrace(t *testing.T) {
 	require.False(t, succeeded.Error)
 
 	t.Logf("trace %s:\n%s", traceID, collector.Tree(traceID, "herald.attempt", "http.response.status_code", "herald.outcome"))
+}
+
+// A resend requested through the api with a traceparent header is traced
+// end to end: the request's span, River's insert of the resend's job under
+// it (the api's insert-only client), and the dispatcher's span working that
+// job, all in the caller's trace; the attempt it makes, in its message's
+// trace, links to that job span.
+func TestResendJobSpanJoinsTheRequestsTrace(t *testing.T) {
+	t.Parallel()
+	b, ctx := setup(t)
+	collector := otlptest.NewReceiver(t)
+	hooks := webhooktest.NewReceiver(t, webhooktest.Status(200))
+	endpointID, _ := b.endpoint(t, ctx, hooks.URL+"/hooks")
+	message := b.publish(t, ctx)
+	b.start(t,
+		"OTEL_EXPORTER_OTLP_ENDPOINT="+collector.Endpoint,
+		"OTEL_BSP_SCHEDULE_DELAY=50",
+	)
+	require.Eventually(t, func() bool { return b.status(t, ctx, message) == "succeeded" }, 30*time.Second, 50*time.Millisecond)
+
+	exporter, err := otlptracehttp.New(ctx, otlptracehttp.WithEndpointURL(collector.Endpoint+otlptest.TracesPath))
+	require.NoError(t, err)
+	apiTracing := sdktrace.NewTracerProvider(sdktrace.WithSyncer(exporter),
+		sdktrace.WithResource(resource.NewSchemaless(semconv.ServiceName("herald-api"))))
+	t.Cleanup(func() { _ = apiTracing.Shutdown(context.Background()) })
+	server, err := api.New(api.Config{Pool: b.pool, Store: b.store, TracerProvider: apiTracing})
+	require.NoError(t, err)
+	httpServer := httptest.NewServer(server.Handler())
+	t.Cleanup(httpServer.Close)
+	_, key, err := auth.CreateAPIKey(ctx, b.pool, tenant, "resend")
+	require.NoError(t, err)
+
+	const (
+		traceID = "5bf92f3577b34da6a3ce929d0e0e4736"
+		caller  = "10f067aa0ba902b7"
+	)
+	req, err := http.NewRequest("POST", httpServer.URL+"/v1/tenants/"+tenant+"/messages/"+message.String()+"/endpoints/"+endpointID.String()+"/resend", nil)
+	require.NoError(t, err)
+	req.Header.Set("Authorization", "Bearer "+key)
+	req.Header.Set("traceparent", "00-"+traceID+"-"+caller+"-01")
+	resp, err := http.DefaultClient.Do(req)
+	require.NoError(t, err)
+	require.NoError(t, resp.Body.Close())
+	require.Equal(t, http.StatusAccepted, resp.StatusCode)
+
+	request := collector.WaitFor(t, 10*time.Second, "the resend request's", func(s otlptest.Span) bool {
+		return s.TraceID == traceID && s.ParentSpanID == caller
+	})
+	require.Equal(t, "herald-api", request.Service)
+	require.Equal(t, "POST /v1/tenants/{tenantID}/messages/{messageID}/endpoints/{endpointID}/resend", request.Name)
+	insert := collector.WaitFor(t, 10*time.Second, "the resend job's insert", func(s otlptest.Span) bool {
+		return s.TraceID == traceID && s.Name == "river.insert_many"
+	})
+	require.Equal(t, request.SpanID, insert.ParentSpanID, "the job's insert is a child of the request")
+	attempt := collector.WaitFor(t, 30*time.Second, "the resend's attempt", func(s otlptest.Span) bool {
+		return s.Name == delivery.AttemptSpanName && s.Attributes["herald.attempt"] == "2"
+	})
+	require.Equal(t, "succeeded", attempt.Attributes["herald.outcome"])
+	require.Len(t, attempt.Links, 1, "linked to the job that made it")
+	work := collector.WaitFor(t, 10*time.Second, "the resend job's work", func(s otlptest.Span) bool { return s.SpanID == attempt.Links[0].SpanID })
+	require.Equal(t, "herald-dispatcher", work.Service)
+	require.Equal(t, "river.work/"+delivery.Kind, work.Name)
+	require.Equal(t, traceID, work.TraceID, "the dispatcher's job span is in the caller's trace")
+	require.Equal(t, insert.SpanID, work.ParentSpanID, "the job span is a child of its insert")
+
+	t.Logf("trace %s:\n%s", traceID, collector.Tree(traceID, "http.response.status_code", "kind", "status"))
 }

@@ -121,6 +121,9 @@ func (e *env) showEndpoint(ep client.Endpoint, err error) error {
 	if ep.FailingSince != nil {
 		pairs = append(pairs, "failing since", stampPtr(ep.FailingSince))
 	}
+	if ep.Breaker.OpenedAt != nil {
+		pairs = append(pairs, "breaker", "open since "+stampPtr(ep.Breaker.OpenedAt)+": one probe at a time until it answers")
+	}
 	pairs = append(pairs, "last success", stampPtr(ep.LastSuccessAt), "created", stamp(ep.CreatedAt))
 	return e.fields(pairs...)
 }

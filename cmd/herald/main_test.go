@@ -16,6 +16,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/jackc/pgx/v5/pgxpool"
 	"github.com/stretchr/testify/require"
 
 	"github.com/heraldhq/herald/api"
@@ -28,6 +29,7 @@ import (
 	"github.com/heraldhq/herald/internal/secretbox"
 	"github.com/heraldhq/herald/internal/ssrf"
 	"github.com/heraldhq/herald/internal/webhooktest"
+	"github.com/heraldhq/herald/outbox"
 	"github.com/heraldhq/herald/schedule"
 	"github.com/heraldhq/herald/store"
 )
@@ -42,6 +44,7 @@ func TestMain(m *testing.M) { programtest.Main(m, "herald", &binary) }
 type testBundle struct {
 	url      string
 	operator string
+	pool     *pgxpool.Pool
 }
 
 func setup(t *testing.T) *testBundle {
@@ -72,7 +75,7 @@ func setup(t *testing.T) *testBundle {
 	})
 	_, key, err := auth.CreateAPIKey(context.Background(), pool, "", "cli test")
 	require.NoError(t, err)
-	return &testBundle{url: ts.URL, operator: key}
+	return &testBundle{url: ts.URL, operator: key, pool: pool}
 }
 
 // result is what one run of the CLI printed and its exit code.
@@ -260,24 +263,19 @@ next:
 
 func (l *lines) has(substrs ...string) bool { return l.count(substrs...) > 0 }
 
-func TestPublishTailResendReplay(t *testing.T) {
-	t.Parallel()
-	b := setup(t)
-	receiver := webhooktest.NewReceiver(t, webhooktest.Status(200, 500, 200))
-	b.ok(t, "tenants", "create", "acme")
-	var ep client.Endpoint
-	b.okJSON(t, &ep, "endpoints", "create", "--tenant", "acme", "--url", receiver.URL)
-	var before client.Message
-	b.okJSON(t, &before, "publish", "--tenant", "acme", "--type", "invoice.paid", "--object", "inv_1", "--data", `{"amount":1}`)
-	require.Eventually(t, func() bool { return receiver.Count() == 1 }, 10*time.Second, 20*time.Millisecond)
-
-	tail := b.command("messages", "tail", "--tenant", "acme", "--interval", "100ms")
+// tail starts `herald messages tail` for acme, polling every 100 ms, and
+// waits until it follows. Its lines gather in seen; scanned closes when its
+// output ends.
+func (b *testBundle) tail(t *testing.T, args ...string) (*exec.Cmd, *lines, *syncBuffer, chan struct{}) {
+	t.Helper()
+	tail := b.command(append([]string{"messages", "tail", "--tenant", "acme", "--interval", "100ms"}, args...)...)
 	stdout, err := tail.StdoutPipe()
 	require.NoError(t, err)
-	var stderr syncBuffer
-	tail.Stderr = &stderr
+	stderr := &syncBuffer{}
+	tail.Stderr = stderr
 	require.NoError(t, tail.Start())
-	var seen lines
+	t.Cleanup(func() { _ = tail.Process.Kill(); _ = tail.Wait() })
+	seen := &lines{}
 	scanned := make(chan struct{})
 	go func() {
 		defer close(scanned)
@@ -289,6 +287,48 @@ func TestPublishTailResendReplay(t *testing.T) {
 		}
 	}()
 	require.Eventually(t, func() bool { return strings.Contains(stderr.String(), "following") }, 10*time.Second, 20*time.Millisecond)
+	return tail, seen, stderr, scanned
+}
+
+// A message whose publishing transaction began before another message's
+// and committed after the tail showed that one still appears: its
+// publication time is older than the newest the tail has seen.
+func TestTailShowsAMessageCommittedLate(t *testing.T) {
+	t.Parallel()
+	b := setup(t)
+	ctx := context.Background()
+	b.ok(t, "tenants", "create", "acme")
+	_, seen, _, _ := b.tail(t)
+
+	tx, err := b.pool.Begin(ctx)
+	require.NoError(t, err)
+	defer func() { _ = tx.Rollback(ctx) }()
+	late, err := outbox.Publish(ctx, tx, outbox.Message{Tenant: "acme", Type: "invoice.paid", ObjectID: "inv_late", Data: map[string]any{}})
+	require.NoError(t, err)
+	time.Sleep(50 * time.Millisecond)
+	var early client.Message
+	b.okJSON(t, &early, "publish", "--tenant", "acme", "--type", "invoice.paid", "--object", "inv_early", "--data", "{}")
+	require.Eventually(t, func() bool { return seen.has(early.ID.String()) }, 10*time.Second, 20*time.Millisecond)
+	time.Sleep(300 * time.Millisecond) // a few polls past the later message
+	require.NoError(t, tx.Commit(ctx))
+
+	require.Eventually(t, func() bool { return seen.has(late.ID.String(), "inv_late") }, 10*time.Second, 20*time.Millisecond,
+		"the message committed late is shown: %v", seen.snapshot())
+	require.Equal(t, 1, seen.count(early.ID.String(), "no endpoint subscribed"), "a message looked at again is not shown again: %v", seen.snapshot())
+}
+
+func TestPublishTailResendReplay(t *testing.T) {
+	t.Parallel()
+	b := setup(t)
+	receiver := webhooktest.NewReceiver(t, webhooktest.Status(200, 500, 200))
+	b.ok(t, "tenants", "create", "acme")
+	var ep client.Endpoint
+	b.okJSON(t, &ep, "endpoints", "create", "--tenant", "acme", "--url", receiver.URL)
+	var before client.Message
+	b.okJSON(t, &before, "publish", "--tenant", "acme", "--type", "invoice.paid", "--object", "inv_1", "--data", `{"amount":1}`)
+	require.Eventually(t, func() bool { return receiver.Count() == 1 }, 10*time.Second, 20*time.Millisecond)
+
+	tail, seen, stderr, scanned := b.tail(t)
 
 	var m client.Message
 	b.okJSON(t, &m, "publish", "--tenant", "acme", "--type", "invoice.paid", "--object", "inv_42", "--data", `{"amount":4200}`, "--idempotency-key", "k1")

@@ -25,6 +25,7 @@ var messageCommands = map[string]*command{
 		flags: func(fs *flag.FlagSet) {
 			fs.Duration("since", 0, "also show messages published this long ago (default: only new ones)")
 			fs.Duration("interval", time.Second, "how often to ask the api")
+			fs.Duration("lag", defaultTailLag, "how long after its publication time a message may still appear (its publishing transaction was open that long)")
 		},
 		run: tailMessages,
 	},
@@ -188,21 +189,32 @@ func resend(ctx context.Context, e *env) error {
 // tailMessages polls the list for messages published since the newest it
 // has seen, and re-reads the messages whose deliveries are still open,
 // printing a line whenever one appears or its deliveries change.
+// defaultTailLag is how far back each poll of a tail looks before the
+// newest publication time it has seen. A message's publication time is
+// when its publishing transaction began, so one published in a producer's
+// longer transaction becomes visible after messages published later:
+// looking back this far catches it.
+const defaultTailLag = 10 * time.Second
+
 func tailMessages(ctx context.Context, e *env) error {
-	interval := e.duration("interval")
+	interval, lag := e.duration("interval"), e.duration("lag")
 	if interval <= 0 {
 		return usagef("--interval must be positive, e.g. 1s")
 	}
-	t := tail{env: e, seen: map[uuid.UUID]string{}, open: map[uuid.UUID]bool{}, before: map[uuid.UUID]bool{}}
+	if lag < 0 {
+		return usagef("--lag must not be negative, e.g. 10s")
+	}
+	t := tail{env: e, lag: lag, seen: map[uuid.UUID]seenMessage{}, open: map[uuid.UUID]bool{}}
 	if since := e.duration("since"); since > 0 {
 		t.since = time.Now().Add(-since)
+		t.from = t.since.Add(-time.Nanosecond)
 	} else {
 		newest, err := e.api.ListMessages(ctx, e.tenant, client.MessageFilter{}, client.ListOptions{Limit: 1})
 		if err != nil {
 			return err
 		}
 		for _, m := range newest.Data {
-			t.since, t.before[m.ID] = m.CreatedAt, true
+			t.since, t.from = m.CreatedAt, m.CreatedAt
 		}
 	}
 	if !e.json {
@@ -224,17 +236,23 @@ func tailMessages(ctx context.Context, e *env) error {
 
 type tail struct {
 	*env
-	// since is the publication time of the newest message seen; the next
-	// poll asks from it on.
+	lag time.Duration
+	// since is the newest publication time seen; the next poll asks from
+	// lag before it on.
 	since time.Time
-	// seen holds each message's last printed summary.
-	seen map[uuid.UUID]string
+	// from is the publication time a message must be later than to be
+	// shown: messages published before the tail began are not.
+	from time.Time
+	// seen holds each message of the last lag (and each open one) with
+	// its last printed summary.
+	seen map[uuid.UUID]seenMessage
 	// open holds the messages whose deliveries may still change.
 	open map[uuid.UUID]bool
-	// before holds the newest message published before the tail began,
-	// which the first poll lists again (since is inclusive) and which is
-	// not shown.
-	before map[uuid.UUID]bool
+}
+
+type seenMessage struct {
+	createdAt time.Time
+	summary   string
 }
 
 // maxOpen bounds the messages re-read on every poll.
@@ -242,7 +260,7 @@ const maxOpen = 200
 
 func (t *tail) poll(ctx context.Context) error {
 	fresh, err := client.All(ctx, func(ctx context.Context, o client.ListOptions) (client.Page[client.Message], error) {
-		return t.api.ListMessages(ctx, t.tenant, client.MessageFilter{Since: t.since}, o)
+		return t.api.ListMessages(ctx, t.tenant, client.MessageFilter{Since: t.since.Add(-t.lag)}, o)
 	})
 	if ctx.Err() != nil {
 		return nil
@@ -280,19 +298,26 @@ func (t *tail) poll(ctx context.Context) error {
 			return err
 		}
 	}
+	// What the next poll cannot list again and is settled need not be
+	// remembered.
+	for id, m := range t.seen {
+		if !t.open[id] && m.createdAt.Before(t.since.Add(-t.lag)) {
+			delete(t.seen, id)
+		}
+	}
 	return nil
 }
 
 // show prints m if it is new or its deliveries changed.
 func (t *tail) show(m client.Message) error {
-	if t.before[m.ID] {
+	if !m.CreatedAt.After(t.from) {
 		return nil
 	}
 	summary := deliveries(m)
-	if prev, ok := t.seen[m.ID]; ok && prev == summary {
+	if prev, ok := t.seen[m.ID]; ok && prev.summary == summary {
 		return nil
 	}
-	t.seen[m.ID] = summary
+	t.seen[m.ID] = seenMessage{createdAt: m.CreatedAt, summary: summary}
 	if open(m) && len(t.open) < maxOpen {
 		t.open[m.ID] = true
 	} else {

@@ -23,6 +23,7 @@ import (
 	"time"
 
 	"github.com/heraldhq/herald/cmd/internal/flagenv"
+	"github.com/heraldhq/herald/cmd/internal/runreport"
 	"github.com/heraldhq/herald/harness/chaos"
 	"github.com/heraldhq/herald/harness/environment"
 	"github.com/heraldhq/herald/harness/soak"
@@ -134,16 +135,8 @@ func run(args []string, stdout, stderr io.Writer) error {
 	if err := report.WriteTable(&text); err != nil {
 		return err
 	}
-	if _, err := stdout.Write(text.Bytes()); err != nil {
+	if err := runreport.Write(stdout, text.Bytes(), *out, "--out"); err != nil {
 		return err
-	}
-	if *out != "" {
-		if err := os.MkdirAll(*out, 0o755); err != nil {
-			return fmt.Errorf("--out %s: %w", *out, err)
-		}
-		if err := os.WriteFile(filepath.Join(*out, "output.txt"), text.Bytes(), 0o644); err != nil {
-			return fmt.Errorf("--out: %w", err)
-		}
 	}
 	if len(report.Problems) > 0 {
 		fmt.Fprintf(stderr, "soak: dispatcher logs in %s\n", setup.LogDir)

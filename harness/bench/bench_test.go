@@ -115,7 +115,7 @@ func TestScenariosSmoke(t *testing.T) {
 			require.NoError(t, err)
 
 			wantRuns := 1
-			if scenario.Hanging > 0 {
+			if scenario.Hanging > 0 || scenario.Noisy != nil {
 				wantRuns = 2 // the control run, then the run with hanging endpoints
 			}
 			if scenario.Aged {
@@ -155,6 +155,10 @@ func TestScenariosSmoke(t *testing.T) {
 			if scenario.Hanging > 0 {
 				require.Equal(t, 2, last.Hanging)
 			}
+			if scenario.Noisy != nil {
+				require.Equal(t, scenario.Shrunk(smokeDeliveries).Noisy.Endpoints, last.Hanging, "the noisy tenant's endpoints hang")
+				require.Len(t, report.Targets, 1, "the noisy target is judged")
+			}
 
 			var tables bytes.Buffer
 			report.WriteTables(&tables)
@@ -192,7 +196,7 @@ func TestSelect(t *testing.T) {
 	require.Equal(t, "burst", two[1].Name)
 
 	_, err = bench.Select("steady,bursty")
-	require.ErrorContains(t, err, `unknown scenario "bursty"; choose from baseline, burst, ordered, steady, ordered-steady, fanout, filtered, isolation, failing, sql-publish, http-burst, http-batch, http-steady-50, http-steady-1000, aged, or all`)
+	require.ErrorContains(t, err, `unknown scenario "bursty"; choose from baseline, burst, ordered, steady, ordered-steady, fanout, filtered, isolation, noisy-tenant, noisy-tenant-shared, failing, sql-publish, http-burst, http-batch, http-steady-50, http-steady-1000, aged, or all`)
 }
 
 func TestScratchDatabasesRefuseARealDatabase(t *testing.T) {

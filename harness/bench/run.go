@@ -127,6 +127,16 @@ func Run(ctx context.Context, cfg Config, scenarios []Scenario) (report Report, 
 			var res Result
 			res, err = r.baseline(ctx, s)
 			results = append(results, res)
+		case s.Noisy != nil:
+			control := s
+			control.Name = noisyControl(s.Name)
+			control.About = "the " + s.Name + " run without its noisy tenant"
+			control.Noisy = nil
+			var a, b Result
+			if a, err = r.herald(ctx, control, false); err == nil {
+				b, err = r.herald(ctx, s, true)
+				results = append(results, a, b)
+			}
 		case s.hanging() > 0:
 			control := s
 			control.Name = isolationControl
@@ -221,7 +231,7 @@ func (r *runner) heraldOn(ctx context.Context, st *stage, s Scenario, hang bool,
 	}
 	defer rcv.close()
 
-	tenants, err := createEndpoints(ctx, st.url, key, s, rcv.urls)
+	tenants, noisy, err := createEndpoints(ctx, st.url, key, s, rcv.urls)
 	if err != nil {
 		return Result{}, err
 	}
@@ -239,7 +249,7 @@ func (r *runner) heraldOn(ctx context.Context, st *stage, s Scenario, hang bool,
 		Scenario:    s.Name,
 		About:       s.About,
 		Endpoints:   len(specs),
-		Hanging:     s.hanging(),
+		Hanging:     s.hanging() + s.noisyEndpoints(),
 		Events:      s.events(),
 		Deliveries:  expectedDeliveries(s, specs),
 		LoadAverage: loadAverage(),
@@ -278,7 +288,13 @@ func (r *runner) heraldOn(ctx context.Context, st *stage, s Scenario, hang bool,
 		progress.watch(d)
 		w.start = rec.since(time.Now())
 		publishStart = time.Now()
-		err = prod.publishAtRate(ctx, s.Rate, s.Duration)
+		noise := make(chan error, 1)
+		if noisy != "" {
+			go func() { noise <- publishNoise(ctx, pool, noisy, s.Noisy.Rate, s.Duration) }()
+		} else {
+			noise <- nil
+		}
+		err = errors.Join(prod.publishAtRate(ctx, s.Rate, s.Duration), <-noise)
 	default:
 		err = prod.publishAll(ctx, s.Events)
 	}
@@ -383,7 +399,8 @@ func (r *runner) waitDelivered(ctx context.Context, rec *recorder, want int) str
 
 // endpointSpecs lays out a scenario's endpoints: the last ones are the
 // hanging ones (answering at once when hang is false), and only the others
-// are measured.
+// are measured. A noisy tenant's endpoints come after them, and only when
+// hang.
 func endpointSpecs(s Scenario, hang bool) []endpointSpec {
 	n, hanging := s.endpoints(), s.hanging()
 	specs := make([]endpointSpec, n)
@@ -394,6 +411,11 @@ func endpointSpecs(s Scenario, hang bool) []endpointSpec {
 			if hang {
 				specs[i].behaviour = hangUntilTimeout
 			}
+		}
+	}
+	if hang {
+		for range s.noisyEndpoints() {
+			specs = append(specs, endpointSpec{behaviour: hangUntilTimeout})
 		}
 	}
 	return specs
@@ -435,43 +457,56 @@ func expectedDeliveries(s Scenario, specs []endpointSpec) int {
 
 // createEndpoints creates the scenario's tenants and their endpoints (one
 // per receiver URL, in order) through the store, as an operator would, and
-// returns the tenant ids.
-func createEndpoints(ctx context.Context, url, key string, s Scenario, urls []string) ([]string, error) {
+// returns the tenant ids. The URLs past the tenants' endpoints are a noisy
+// tenant's (see Noisy): their tenant is returned as noisy, "" when there
+// are none.
+func createEndpoints(ctx context.Context, url, key string, s Scenario, urls []string) (tenants []string, noisy string, err error) {
 	box, err := secretbox.Parse(key)
 	if err != nil {
-		return nil, err
+		return nil, "", err
 	}
 	pool, err := database.Open(ctx, url, database.Options{MaxConns: 2})
 	if err != nil {
-		return nil, err
+		return nil, "", err
 	}
 	defer pool.Close()
 	guard := ssrf.New(netip.MustParsePrefix(LoopbackCIDR))
 	// No endpoint cap: scenarios size their tenants to what they measure.
 	st, err := store.New(pool, store.Config{Box: box, CheckURL: guard.CheckURL, MaxEndpointsPerTenant: -1})
 	if err != nil {
-		return nil, err
+		return nil, "", err
 	}
-	tenants := make([]string, s.tenants())
+	var types []string
+	if s.Noisy != nil {
+		// The healthy endpoints do not receive the noisy tenant's flood,
+		// which shares a tenant with one of them in noisy-tenant-shared.
+		types = []string{eventType}
+	}
+	tenants = make([]string, s.tenants())
 	for t := range tenants {
 		// Named after the scenario: the aged scenario runs several on one
 		// database.
 		tenants[t] = fmt.Sprintf("%s-%03d", s.Name, t)
 		if _, err := st.CreateTenant(ctx, store.NewTenant{ID: tenants[t], Name: "bench " + s.Name}); err != nil {
-			return nil, err
+			return nil, "", err
 		}
 		for e := range s.endpointsPerTenant() {
-			n := store.NewEndpoint{TenantID: tenants[t], URL: urls[t*s.endpointsPerTenant()+e], Ordering: s.Ordering}
+			n := store.NewEndpoint{TenantID: tenants[t], URL: urls[t*s.endpointsPerTenant()+e], Ordering: s.Ordering, EventTypes: types}
 			if s.Filtered {
 				n.Filter = filteredEndpointFilter(e)
 			}
 			_, err := st.CreateEndpoint(ctx, n)
 			if err != nil {
-				return nil, err
+				return nil, "", err
 			}
 		}
 	}
-	return tenants, nil
+	if rest := urls[s.endpoints():]; len(rest) > 0 {
+		if noisy, err = createNoisy(ctx, st, s, tenants, rest); err != nil {
+			return nil, "", err
+		}
+	}
+	return tenants, noisy, nil
 }
 
 func join(a, b string) string {

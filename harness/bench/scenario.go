@@ -77,6 +77,9 @@ type Scenario struct {
 	// then makes a tenth of EndpointsPerTenant deliveries (a multiple of
 	// filterBuckets).
 	Filtered bool
+	// Noisy, when set, adds a noisy tenant (see Noisy). The scenario then
+	// runs twice: first as a control without it, then with it.
+	Noisy *Noisy
 }
 
 // filterBuckets is how many slices the Filtered scenarios cut events into
@@ -171,6 +174,24 @@ var Scenarios = []Scenario{
 		Rate:     500,
 		Duration: 40 * time.Second,
 		Warmup:   5 * time.Second,
+	},
+	{
+		Name:     "noisy-tenant",
+		About:    "20 tenants at 200 events/s for 40 s, beside a tenant whose 500 endpoints hang until the timeout, flooded with 10 events/s",
+		Tenants:  20,
+		Rate:     200,
+		Duration: 40 * time.Second,
+		Warmup:   5 * time.Second,
+		Noisy:    &Noisy{Endpoints: 500, Rate: 10},
+	},
+	{
+		Name:     "noisy-tenant-shared",
+		About:    "noisy-tenant with the 500 hanging endpoints and their flood in one of the 20 tenants, beside its healthy endpoint",
+		Tenants:  20,
+		Rate:     200,
+		Duration: 40 * time.Second,
+		Warmup:   5 * time.Second,
+		Noisy:    &Noisy{Endpoints: 500, Rate: 10, Shared: true},
 	},
 	{
 		Name:      "failing",
@@ -279,6 +300,11 @@ func (s Scenario) Shrunk(n int) Scenario {
 		s.Events = max(int(float64(s.Events)*f), 1)
 	}
 	s.Warmup = time.Duration(float64(s.Warmup) * f)
+	if s.Noisy != nil {
+		noisy := *s.Noisy
+		noisy.Endpoints = max(int(math.Round(float64(noisy.Endpoints)*f)), 1)
+		s.Noisy = &noisy
+	}
 	return s
 }
 
@@ -311,6 +337,14 @@ func (s Scenario) clients() int {
 
 // endpoints is how many endpoints the scenario has.
 func (s Scenario) endpoints() int { return s.tenants() * s.endpointsPerTenant() }
+
+// noisyEndpoints is how many endpoints a noisy tenant adds; 0 without one.
+func (s Scenario) noisyEndpoints() int {
+	if s.Noisy == nil {
+		return 0
+	}
+	return s.Noisy.Endpoints
+}
 
 // hanging is how many of the endpoints hang.
 func (s Scenario) hanging() int { return int(math.Round(s.Hanging * float64(s.endpoints()))) }

@@ -12,11 +12,17 @@ type Target struct {
 
 // The goals.
 const (
-	targetBurstRate        = 5000 // deliveries per second
-	targetBurstOfBaseline  = 0.5
-	targetSteadyRate       = 1000 // events per second
-	targetSteadyP99        = 100  // milliseconds
-	targetIsolationRatio   = 2.0
+	targetBurstRate       = 5000 // deliveries per second
+	targetBurstOfBaseline = 0.5
+	targetSteadyRate      = 1000 // events per second
+	targetSteadyP99       = 100  // milliseconds
+	targetIsolationRatio  = 2.0
+	// The noisy tenant's (issue 18): the well-behaved p99 within 2× of
+	// the control's or under 250 ms (at p99s of tens of milliseconds this
+	// machine's own noise reaches 2×), and none later than 5 s.
+	targetNoisyRatio       = 2.0
+	targetNoisyFloor       = 250.0  // milliseconds
+	targetNoisyMax         = 5000.0 // milliseconds
 	targetPeakRSSMegabytes = 300
 	// The ordered scenarios' (issue 20): an ordered backlog drains at half
 	// burst's rate, and steady ordered traffic keeps its p99.
@@ -118,6 +124,7 @@ func evaluate(r Report) []Target {
 			Met:  ratio <= targetIsolationRatio && isolation.Problem == "" && control.Problem == "",
 		})
 	}
+	out = append(out, noisyTargets(r)...)
 	out = append(out, evaluateAged(r)...)
 	return append(out, publishTargets(r)...)
 }

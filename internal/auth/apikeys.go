@@ -119,7 +119,8 @@ func ListAPIKeys(ctx context.Context, db DB, tenantID string, req page.Request) 
 // RevokeAPIKey makes one of tenantID's keys (an operator key when tenantID
 // is empty) unusable from now on, with everything it made: the keys it
 // created (CreateAPIKeyBy) and the keys those created, the portal links they
-// minted (MintPortalLinkBy) and the portal sessions opened with those links.
+// minted (MintPortalLinkBy), the portal sessions opened with those links and
+// the operator sessions signed in with any of them (OpenOperatorSession).
 // It all happens in one transaction (a savepoint when db is one), so a
 // revocation never leaves part of what the key made usable. Revoking twice
 // is fine; a key of another scope is ErrKeyNotFound.

@@ -83,6 +83,9 @@ const (
 	apiKeyPrefix        = "hk_"
 	portalLinkPrefix    = "hpl_"
 	portalSessionPrefix = "hps_"
+	// operatorSessionPrefix marks an operator session's token, which only
+	// the queue dashboard takes, from its cookie.
+	operatorSessionPrefix = "hos_"
 )
 
 // newToken returns prefix followed by 32 random bytes in URL-safe base64.

@@ -22,7 +22,8 @@ WHERE coalesce(tenant_id, '') = $1 AND id = $2
 RETURNING id, tenant_id, name, prefix, created_at, revoked_at`
 
 	// Everything key $1 made, directly or through the keys it made: those
-	// keys are revoked, their portal links and sessions deleted. The walk
+	// keys are revoked, their portal links and sessions deleted, and the
+	// operator sessions signed in with any of them. The walk
 	// goes through keys revoked earlier too, so nothing below them is
 	// missed. created_by always names an older key, so it ends.
 	revokeCreatedBy = `
@@ -35,6 +36,8 @@ WITH RECURSIVE makers AS (
     WHERE id IN (SELECT id FROM makers) AND id <> $1 AND revoked_at IS NULL
 ), links AS (
     DELETE FROM herald.portal_links WHERE created_by IN (SELECT id FROM makers)
+), operator_sessions AS (
+    DELETE FROM herald.operator_sessions WHERE api_key_id IN (SELECT id FROM makers)
 )
 DELETE FROM herald.portal_sessions WHERE created_by IN (SELECT id FROM makers)`
 
@@ -69,4 +72,19 @@ WITH links AS (DELETE FROM herald.portal_links WHERE expires_at < now() - interv
 DELETE FROM herald.portal_sessions WHERE expires_at < now() - interval '1 day'`
 
 	deletePortalSession = `DELETE FROM herald.portal_sessions WHERE token_hash = $1`
+
+	insertOperatorSession = `
+INSERT INTO herald.operator_sessions (token_hash, api_key_id, expires_at)
+VALUES ($1, $2, now() + make_interval(secs => $3))
+RETURNING expires_at`
+
+	// A session counts while its key is an active operator key, whatever
+	// the revocation's path (RevokeAPIKey deletes the sessions too).
+	selectOperatorSession = `
+SELECT 1 FROM herald.operator_sessions s JOIN herald.api_keys k ON k.id = s.api_key_id
+WHERE s.token_hash = $1 AND s.expires_at > now() AND k.revoked_at IS NULL AND k.tenant_id IS NULL`
+
+	pruneExpiredOperatorSessions = `DELETE FROM herald.operator_sessions WHERE expires_at < now()`
+
+	deleteOperatorSession = `DELETE FROM herald.operator_sessions WHERE token_hash = $1`
 )

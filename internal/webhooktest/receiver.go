@@ -17,6 +17,8 @@ type Request struct {
 	Header   http.Header
 	Body     []byte
 	Received time.Time
+	// RemoteAddr is the address the request's connection came from.
+	RemoteAddr string
 }
 
 // Responder answers the n-th request (1-based) a Receiver got.
@@ -64,7 +66,7 @@ func NewReceiver(t testing.TB, respond Responder) *Receiver {
 func (r *Receiver) serve(w http.ResponseWriter, req *http.Request) {
 	body, _ := io.ReadAll(req.Body)
 	r.mu.Lock()
-	r.requests = append(r.requests, Request{Header: req.Header.Clone(), Body: body, Received: time.Now()})
+	r.requests = append(r.requests, Request{Header: req.Header.Clone(), Body: body, Received: time.Now(), RemoteAddr: req.RemoteAddr})
 	n := len(r.requests)
 	r.inflight++
 	r.peak = max(r.peak, r.inflight)

@@ -1,0 +1,112 @@
+package dispatcher_test
+
+import (
+	"testing"
+	"time"
+
+	"github.com/google/uuid"
+	"github.com/stretchr/testify/require"
+
+	"github.com/heraldhq/herald/delivery"
+	"github.com/heraldhq/herald/dispatcher"
+	"github.com/heraldhq/herald/internal/webhooktest"
+	"github.com/heraldhq/herald/outbox"
+)
+
+// Finding 1 of issue 18 at small size: one tenant points more endpoints
+// than there are workers at receivers that never answer and publishes;
+// another tenant publishes once to a healthy receiver. Without a cap per
+// tenant every worker holds a hanging request until the timeout, and the
+// other tenant's delivery waits for it. With the cap (half the workers by
+// default) the other tenant's delivery arrives while the hanging requests
+// are still held.
+//
+// As in TestSlowEndpointsDoNotDelayOthers, the test asserts an order, not a
+// time: the healthy delivery succeeds before the first hanging attempt
+// ends.
+func TestHangingTenantDoesNotDelayOtherTenants(t *testing.T) {
+	t.Parallel()
+	b, ctx := setup(t)
+	const (
+		workers  = 8
+		hanging  = 12
+		messages = 2
+	)
+	var hangingIDs []uuid.UUID
+	var receivers []*webhooktest.Receiver
+	for range hanging {
+		r := webhooktest.NewReceiver(t, webhooktest.Hang())
+		id, _ := b.endpoint(t, ctx, tenant, r.URL)
+		hangingIDs = append(hangingIDs, id)
+		receivers = append(receivers, r)
+	}
+	healthy := webhooktest.NewReceiver(t, webhooktest.Status(200))
+	b.endpoint(t, ctx, "globex", healthy.URL)
+
+	b.start(t, dispatcher.Config{Workers: workers, Delivery: delivery.Config{Timeout: 20 * time.Second}})
+	for range messages {
+		b.publish(t, ctx, event("invoice.paid"))
+	}
+	require.Eventually(t, func() bool {
+		inflight := 0
+		for _, r := range receivers {
+			inflight += r.Inflight()
+		}
+		return inflight >= workers/2
+	}, time.Minute, 10*time.Millisecond, "the hanging tenant's requests must be in flight before the other tenant publishes")
+
+	published := time.Now()
+	b.publish(t, ctx, outbox.Message{Tenant: "globex", Type: "invoice.paid", ObjectID: "inv_1", Data: map[string]any{"amount": 1}})
+	require.Eventually(t, func() bool { return healthy.Count() == 1 }, time.Minute, 10*time.Millisecond,
+		"the other tenant's delivery never arrived")
+	waited := time.Since(published)
+
+	var ended int
+	require.NoError(t, b.pool.QueryRow(ctx, "SELECT count(*) FROM herald.attempts WHERE endpoint_id = ANY ($1)", hangingIDs).Scan(&ended))
+	require.Zero(t, ended, "the other tenant's delivery must arrive while the hanging tenant's requests are held (it took %s)", waited)
+	inflight := 0
+	for _, r := range receivers {
+		inflight += r.Inflight()
+	}
+	require.LessOrEqual(t, inflight, workers/2, "the hanging tenant holds more than its cap of requests")
+}
+
+// An endpoint whose attempts keep timing out goes behind its breaker: after
+// delivery.BreakerThreshold attempts in a row timed out, one probe at a
+// time is in flight to it, and the healthy endpoint of the same tenant
+// keeps receiving. Without the breaker the dead endpoint holds its full
+// in-flight cap of requests, timeout after timeout.
+func TestBreakerHoldsDeadEndpointToOneProbe(t *testing.T) {
+	t.Parallel()
+	b, ctx := setup(t)
+	const (
+		workers  = 16
+		messages = 30
+		timeout  = 300 * time.Millisecond
+	)
+	dead := webhooktest.NewReceiver(t, webhooktest.Hang())
+	deadID, _ := b.endpoint(t, ctx, tenant, dead.URL)
+	healthy := webhooktest.NewReceiver(t, webhooktest.Status(200))
+	b.endpoint(t, ctx, tenant, healthy.URL)
+
+	b.start(t, dispatcher.Config{Workers: workers, Delivery: delivery.Config{Timeout: timeout}})
+	for range messages {
+		b.publish(t, ctx, event("invoice.paid"))
+	}
+	require.Eventually(t, func() bool {
+		var timedOut int
+		require.NoError(t, b.pool.QueryRow(ctx, "SELECT count(*) FROM herald.attempts WHERE endpoint_id = $1", deadID).Scan(&timedOut))
+		return timedOut >= 3
+	}, time.Minute, 10*time.Millisecond, "the dead endpoint's first attempts never ended")
+
+	// Every attempt that was in flight when the breaker opened ends within
+	// the timeout; after that, one probe at a time.
+	time.Sleep(2 * timeout)
+	peak := 0
+	for deadline := time.Now().Add(8 * timeout); time.Now().Before(deadline); time.Sleep(5 * time.Millisecond) {
+		peak = max(peak, dead.Inflight())
+	}
+	require.Equal(t, 1, peak, "behind its breaker the dead endpoint must have exactly one probe in flight")
+	require.Eventually(t, func() bool { return healthy.Count() >= messages }, time.Minute, 10*time.Millisecond,
+		"the healthy endpoint of the same tenant must receive every message")
+}
