@@ -136,6 +136,7 @@ func TestEndpointHeadersOverHTTP(t *testing.T) {
 		"Connection":        `"Connection" is refused: it is hop-by-hop`,
 		"Keep-Alive":        `"Keep-Alive" is refused: it is hop-by-hop`,
 		"Upgrade":           `"Upgrade" is refused: it is hop-by-hop`,
+		"authorization":     `"authorization" is refused: set it as the endpoint's authentication`,
 		"X Bad":             `"X Bad" is not a valid header name`,
 	}
 	for name, want := range refused {

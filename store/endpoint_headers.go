@@ -45,7 +45,12 @@ type EndpointHeader struct {
 // forbiddenHeaders are the names Herald sets itself or that describe the
 // connection rather than the request (the hop-by-hop headers of RFC 9110,
 // section 7.6.1, and their predecessors): a custom header may not set them.
+// Authorization belongs to the endpoint's authentication (package
+// endpointauth), whose token the worker would otherwise write over a
+// custom one, or send beside it when the endpoint has none; refusing it
+// always, not only beside an authentication, leaves one place to set it.
 var forbiddenHeaders = map[string]string{
+	"authorization":       "set it as the endpoint's authentication (bearer, basic or oauth2_client_credentials), which keeps it encrypted",
 	"host":                "Herald sets it from the endpoint's URL",
 	"content-length":      "Herald sets it from the payload",
 	"content-type":        "Herald sends application/json",
