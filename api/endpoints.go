@@ -28,6 +28,19 @@ type Endpoint struct {
 	EventTypes []string `json:"event_types"`
 	// RateLimit is messages per second; 0 means unlimited.
 	RateLimit float64 `json:"rate_limit"`
+	// Channels are the subscribed channels; empty means every message,
+	// with or without channels.
+	Channels []string `json:"channels"`
+	// Filter is the filter on message bodies; empty means none.
+	Filter string `json:"filter"`
+	// Headers are sent on every attempt; secret values are masked.
+	Headers []EndpointHeader `json:"headers"`
+	// TimeoutSeconds is the endpoint's request timeout; null means the
+	// dispatcher's.
+	TimeoutSeconds *int64 `json:"timeout_seconds"`
+	// RetryPolicy is the endpoint's retry policy; null means the
+	// dispatcher's.
+	RetryPolicy *RetryPolicy `json:"retry_policy"`
 	// Ordering is "none" or "object" (store.Ordering).
 	Ordering       store.Ordering `json:"ordering"`
 	Enabled        bool           `json:"enabled"`
@@ -71,7 +84,8 @@ func endpointView(e store.Endpoint) Endpoint {
 	}
 	return Endpoint{
 		ID: e.ID, TenantID: e.TenantID, URL: e.URL, Description: e.Description, EventTypes: e.EventTypes,
-		RateLimit: e.RateLimit, Ordering: e.Ordering, Enabled: e.Enabled, DisabledReason: e.DisabledReason, DisabledAt: e.DisabledAt,
+		RateLimit: e.RateLimit, Channels: e.Channels, Filter: e.Filter, Headers: headersView(e.Headers),
+		TimeoutSeconds: timeoutView(e.Timeout), RetryPolicy: retryPolicyView(e.RetryPolicy), Ordering: e.Ordering, Enabled: e.Enabled, DisabledReason: e.DisabledReason, DisabledAt: e.DisabledAt,
 		FailingSince: e.FailingSince, LastSuccessAt: e.LastSuccessAt, Breaker: breaker, CreatedAt: e.CreatedAt, UpdatedAt: e.UpdatedAt,
 	}
 }
@@ -81,6 +95,15 @@ type createEndpointRequest struct {
 	Description string   `json:"description"`
 	EventTypes  []string `json:"event_types"`
 	RateLimit   float64  `json:"rate_limit"`
+	Channels    []string `json:"channels"`
+	Filter      string   `json:"filter"`
+	// Headers are sent on every attempt (store.NewEndpoint.Headers).
+	Headers []EndpointHeader `json:"headers"`
+	// TimeoutSeconds is the request timeout; 0 or absent means the
+	// dispatcher's.
+	TimeoutSeconds int64 `json:"timeout_seconds"`
+	// RetryPolicy is the retry policy; absent means the dispatcher's.
+	RetryPolicy RetryPolicy `json:"retry_policy"`
 	// Ordering is "none" (empty means it) or "object".
 	Ordering store.Ordering `json:"ordering"`
 	// Secret is optional: a whsec_ secret, or a whsk_ key for ed25519
@@ -94,6 +117,19 @@ type updateEndpointRequest struct {
 	Description *string   `json:"description"`
 	EventTypes  *[]string `json:"event_types"`
 	RateLimit   *float64  `json:"rate_limit"`
+	// Channels replaces the channels; [] receives every message.
+	Channels *[]string `json:"channels"`
+	// Filter replaces the filter; "" removes it.
+	Filter *string `json:"filter"`
+	// Headers replaces the headers; [] removes them. A secret header sent
+	// without a value keeps the value it had.
+	Headers *[]EndpointHeader `json:"headers"`
+	// TimeoutSeconds replaces the timeout; 0 goes back to the
+	// dispatcher's.
+	TimeoutSeconds *int64 `json:"timeout_seconds"`
+	// RetryPolicy replaces the retry policy; {} goes back to the
+	// dispatcher's.
+	RetryPolicy *RetryPolicy `json:"retry_policy"`
 	// Ordering may only repeat the endpoint's: it is chosen at creation.
 	Ordering *store.Ordering `json:"ordering"`
 	credentialsRequest
@@ -169,7 +205,17 @@ func (s *Server) createEndpoint(w http.ResponseWriter, r *http.Request) error {
 		Description: req.Description,
 		EventTypes:  req.EventTypes,
 		RateLimit:   req.RateLimit,
+		Channels:    req.Channels,
+		Filter:      req.Filter,
+		Headers:     storeHeaders(req.Headers),
 		Ordering:    req.Ordering,
+	}
+	var err error
+	if n.Timeout, err = policySeconds("timeout_seconds", req.TimeoutSeconds); err != nil {
+		return err
+	}
+	if n.RetryPolicy, err = storeRetryPolicy(req.RetryPolicy); err != nil {
+		return err
 	}
 	if req.Secret != "" {
 		secret, err := signing.ParseSecret(req.Secret)
@@ -227,15 +273,35 @@ func (s *Server) updateEndpoint(w http.ResponseWriter, r *http.Request) error {
 				*req.Ordering, e.Ordering, *req.Ordering))
 		}
 	}
+	u := store.EndpointUpdate{
+		URL: req.URL, Description: req.Description, EventTypes: req.EventTypes, RateLimit: req.RateLimit,
+		Channels: req.Channels, Filter: req.Filter,
+	}
+	if req.Headers != nil {
+		headers := storeHeaders(*req.Headers)
+		u.Headers = &headers
+	}
+	if req.TimeoutSeconds != nil {
+		timeout, err := policySeconds("timeout_seconds", *req.TimeoutSeconds)
+		if err != nil {
+			return err
+		}
+		u.Timeout = &timeout
+	}
+	if req.RetryPolicy != nil {
+		p, err := storeRetryPolicy(*req.RetryPolicy)
+		if err != nil {
+			return err
+		}
+		u.RetryPolicy = &p
+	}
 	credentials, err := req.change()
 	if err != nil {
 		return err
 	}
 	var e store.Endpoint
 	err = pgx.BeginFunc(r.Context(), s.pool, func(tx pgx.Tx) error {
-		if e, err = s.store.UpdateEndpointTx(r.Context(), tx, id, store.EndpointUpdate{
-			URL: req.URL, Description: req.Description, EventTypes: req.EventTypes, RateLimit: req.RateLimit,
-		}); err != nil {
+		if e, err = s.store.UpdateEndpointTx(r.Context(), tx, id, u); err != nil {
 			return err
 		}
 		return s.store.SetCredentialsTx(r.Context(), tx, id, credentials)

@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/heraldhq/herald/erasure"
+	"github.com/heraldhq/herald/filter"
 	"github.com/heraldhq/herald/internal/auth"
 	"github.com/heraldhq/herald/internal/secretbox"
 	"github.com/heraldhq/herald/outbox"
@@ -23,8 +24,11 @@ func (s *Server) domainProblem(err error) *Problem {
 		oerr    *outbox.ValidationError
 		limit   *store.EndpointLimitError
 		horizon *replay.BeforeHorizonError
+		syntax  *filter.SyntaxError
 	)
 	switch {
+	case errors.As(err, &verr) && errors.As(err, &syntax):
+		return filterProblem(verr, syntax)
 	case errors.As(err, &limit):
 		return endpointLimitProblem(limit)
 	case errors.As(err, &oerr):

@@ -22,8 +22,11 @@ type Message struct {
 	Object         ObjectRef       `json:"object"`
 	Payload        json.RawMessage `json:"payload"`
 	IdempotencyKey *string         `json:"idempotency_key,omitempty"`
-	CreatedAt      time.Time       `json:"created_at"`
-	DispatchedAt   *time.Time      `json:"dispatched_at"`
+	// Channels are the channels the message was published on; empty for
+	// none.
+	Channels     []string   `json:"channels"`
+	CreatedAt    time.Time  `json:"created_at"`
+	DispatchedAt *time.Time `json:"dispatched_at"`
 	// DeliveryCounts counts the message's deliveries by status.
 	DeliveryCounts map[deliverystatus.Status]int `json:"delivery_counts"`
 	// Deliveries is filled only when one message is fetched.
@@ -122,6 +125,7 @@ func messageJSON(m deliverylog.Message) Message {
 		Object:         ObjectRef{ID: m.ObjectID, Version: m.ObjectVersion},
 		Payload:        m.Payload,
 		IdempotencyKey: m.IdempotencyKey,
+		Channels:       m.Channels,
 		CreatedAt:      m.CreatedAt,
 		DispatchedAt:   m.DispatchedAt,
 		DeliveryCounts: m.DeliveryCounts,

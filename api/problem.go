@@ -23,6 +23,10 @@ type Problem struct {
 	// Field names the request field or query parameter at fault, for
 	// validation problems.
 	Field string `json:"field,omitempty"`
+	// Position is the character (counting from 1) where a filter that
+	// does not parse goes wrong, for validation problems of the field
+	// "filter".
+	Position int `json:"position,omitempty"`
 	// Limit names the limit that turned the request away, for 429s of
 	// rate limits.
 	Limit *ProblemLimit `json:"limit,omitempty"`

@@ -42,6 +42,9 @@ type publishRequest struct {
 	EventType string          `json:"event_type"`
 	ObjectID  string          `json:"object_id"`
 	Data      json.RawMessage `json:"data"`
+	// Channels label the message for routing within its tenant (see
+	// outbox.Message.Channels); omitted or empty means none.
+	Channels []string `json:"channels,omitempty"`
 }
 
 // publish is POST /v1/tenants/{tenantID}/messages: it publishes through the
@@ -71,6 +74,7 @@ func (s *Server) publish(w http.ResponseWriter, r *http.Request) error {
 		ObjectID:       req.ObjectID,
 		Data:           req.Data,
 		IdempotencyKey: key,
+		Channels:       req.Channels,
 	}
 	if key == "" {
 		// One statement, its own transaction: one round trip.
@@ -143,6 +147,7 @@ func publishedMessage(msg outbox.Message, p outbox.Published) Message {
 		ID: p.ID, TenantID: msg.Tenant, EventType: msg.Type,
 		Object:         ObjectRef{ID: msg.ObjectID, Version: p.Version},
 		Payload:        p.Body,
+		Channels:       sortedChannels(msg.Channels),
 		CreatedAt:      p.CreatedAt,
 		DeliveryCounts: map[deliverystatus.Status]int{},
 	}

@@ -28,6 +28,8 @@ type batchEvent struct {
 	ObjectID       string          `json:"object_id"`
 	Data           json.RawMessage `json:"data"`
 	IdempotencyKey *string         `json:"idempotency_key"`
+	// Channels label the event (see publishRequest.Channels).
+	Channels []string `json:"channels"`
 }
 
 // BatchResult is what the batch route answers for one event, in the
@@ -119,7 +121,7 @@ func batchMessage(tenantID string, index int, raw json.RawMessage) (outbox.Messa
 		if p.Field != "" {
 			return fail(p.Field, strings.TrimPrefix(p.Detail, p.Field+" "))
 		}
-		return fail("", `must be an object with event_type, object_id, data and, optionally, idempotency_key`)
+		return fail("", `must be an object with event_type, object_id, data and, optionally, idempotency_key and channels`)
 	}
 	if len(ev.Data) == 0 || bytes.Equal(ev.Data, []byte("null")) {
 		return fail("data", `is missing; send the event's payload as a JSON object, e.g. "data": {}`)
@@ -128,7 +130,7 @@ func batchMessage(tenantID string, index int, raw json.RawMessage) (outbox.Messa
 	if err := json.Compact(&compact, ev.Data); err != nil {
 		return fail("data", "is not valid JSON")
 	}
-	m := outbox.Message{Tenant: tenantID, Type: ev.EventType, ObjectID: ev.ObjectID, Data: json.RawMessage(compact.Bytes())}
+	m := outbox.Message{Tenant: tenantID, Type: ev.EventType, ObjectID: ev.ObjectID, Data: json.RawMessage(compact.Bytes()), Channels: ev.Channels}
 	if ev.IdempotencyKey != nil {
 		if p := checkText("idempotency_key", *ev.IdempotencyKey, maxIdempotencyKey); p != nil {
 			return fail("idempotency_key", p.Detail[len("idempotency_key "):])

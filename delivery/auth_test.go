@@ -371,3 +371,33 @@ func TestOAuth2TokenRequestGoesThroughTheSSRFGuard(t *testing.T) {
 	require.Zero(t, tokens.issuedCount())
 	require.Zero(t, requests.Load())
 }
+
+// An endpoint's authentication and its custom headers go together: the
+// request carries the Authorization of the one and the headers of the
+// other, within the endpoint's own timeout, and the attempt log redacts
+// the one and masks the secret value of the other.
+func TestAuthenticationBesideCustomHeaders(t *testing.T) {
+	t.Parallel()
+	b, ctx := setup(t, delivery.Config{Policy: fast, Timeout: 100 * time.Millisecond})
+	r := webhooktest.NewReceiver(t, func(_ int, w http.ResponseWriter, _ *http.Request) {
+		time.Sleep(300 * time.Millisecond) // beyond the worker's timeout, within the endpoint's
+		w.WriteHeader(http.StatusOK)
+	})
+	e, err := b.store.CreateEndpoint(ctx, store.NewEndpoint{TenantID: tenant, URL: r.URL, Timeout: 2 * time.Second, Headers: []store.EndpointHeader{
+		{Name: "X-Region", Value: "eu"},
+		{Name: "X-Api-Key", Value: "sk_live_123", Secret: true},
+	}})
+	require.NoError(t, err)
+	b.setAuth(t, ctx, e.ID, &endpointauth.Authentication{Type: endpointauth.Bearer, Token: "t0ken"})
+
+	id := b.enqueue(t, ctx, b.message(t, ctx), e.ID)
+	b.waitStatus(t, ctx, id, "succeeded")
+	req := r.Requests()[0]
+	require.Equal(t, "Bearer t0ken", req.Header.Get("Authorization"))
+	require.Equal(t, "eu", req.Header.Get("X-Region"))
+	require.Equal(t, "sk_live_123", req.Header.Get("X-Api-Key"))
+	logged := b.attempts(t, ctx, id)[0].RequestHeaders
+	require.Equal(t, "Bearer [redacted]", logged["authorization"])
+	require.Equal(t, store.MaskedHeaderValue, logged["x-api-key"])
+	require.Equal(t, "eu", logged["x-region"])
+}

@@ -63,6 +63,8 @@ type loaded struct {
 	// credentials is the revision of the endpoint's credentials, 0 when it
 	// has none (see endpointClients).
 	credentials int64
+	// options are the endpoint's own headers, timeout and retry policy.
+	options endpointOptions
 }
 
 // load reads what an attempt of delivery id needs. Concurrent loads share
@@ -91,16 +93,22 @@ func (w *Worker) loadMany(ctx context.Context, ids []uuid.UUID) ([]*loaded, erro
 	batch.Queue(lookUpByIndex)
 	batch.Queue(loadDeliveries, ids, w.now()).Query(func(rows pgx.Rows) error {
 		var (
-			d            loaded
-			next, expire *time.Time
-			body         string
-			traceparent  *string
+			d                       loaded
+			next, expire            *time.Time
+			body                    string
+			traceparent             *string
+			headers                 []byte
+			timeoutMS               *int32
+			windowMS, baseMS, capMS *int64
 		)
 		_, err := pgx.ForEachRow(rows, []any{&d.id, &d.status, &d.attemptCount, &d.attemptsBeforeRequeue, &d.firstAttempt, &d.generation, &next,
 			&d.messageID, &body, &traceparent, &d.tenantID, &d.objectID, &d.objectVersion,
 			&d.endpointID, &d.url, &d.endpointEnabled, &d.rateLimit, &d.ordered, &d.secrets, &expire, &d.credentials,
-			&d.tenantMaxInflight, &d.unanswered}, func() error {
+			&d.tenantMaxInflight, &d.unanswered,
+			&headers, &timeoutMS, &windowMS, &baseMS, &capMS}, func() error {
 			one := d
+			one.options = endpointOptions{headers: headers}
+			one.options.setDurations(timeoutMS, windowMS, baseMS, capMS)
 			one.nextAttemptAt, one.secretsExpire = time.Time{}, time.Time{}
 			if next != nil {
 				one.nextAttemptAt = *next

@@ -8,14 +8,16 @@ const (
 	// when the first of them expires: the worker reuses secrets it read
 	// while these are unchanged. The revision of its credentials
 	// (endpoint_credentials, 0 for none) does the same for its transport
-	// and token (see endpointClients). Last come what the in-flight caps
+	// and token (see endpointClients). Then come what the in-flight caps
 	// learn (see inflight): the tenant's own cap and the endpoint's
-	// unanswered streak.
+	// unanswered streak. Last come the endpoint's own headers, timeout and
+	// retry policy (see endpointOptions).
 	loadDeliveries = `SELECT d.id, d.status, d.attempt_count, d.attempts_before_requeue, d.first_attempt_at, d.generation, d.next_attempt_at,
     d.message_id, m.body, m.traceparent, m.tenant_id, m.object_id, m.object_version,
     d.endpoint_id, e.url, e.enabled, coalesce(e.rate_limit, 0), e.ordering = 'object',
     coalesce(s.ids, ''), s.first_expiry, coalesce(c.revision, 0),
-    coalesce(t.max_inflight, 0), e.unreachable_streak
+    coalesce(t.max_inflight, 0), e.unreachable_streak,
+    e.headers, e.timeout_ms, e.retry_window_ms, e.retry_base_ms, e.retry_cap_ms
 FROM herald.deliveries d
 JOIN herald.messages m ON m.id = d.message_id
 JOIN herald.endpoints e ON e.id = d.endpoint_id
@@ -27,6 +29,11 @@ LEFT JOIN LATERAL (
     WHERE endpoint_id = e.id AND (expires_at IS NULL OR expires_at > $2)
 ) s ON true
 WHERE d.id = ANY($1)`
+
+	// selectEndpointOptions reads an endpoint's custom headers, timeout and
+	// retry policy, for a probe (loadDeliveries reads them with deliveries).
+	selectEndpointOptions = `SELECT headers, timeout_ms, retry_window_ms, retry_base_ms, retry_cap_ms
+FROM herald.endpoints WHERE id = $1`
 
 	// earlierAttemptRunning tells whether a job other than $2 that may
 	// have an attempt of one of the deliveries $1 (as text) in flight is

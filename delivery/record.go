@@ -15,6 +15,7 @@ import (
 	"github.com/heraldhq/herald/internal/deliverystatus"
 	"github.com/heraldhq/herald/internal/historyid"
 	"github.com/heraldhq/herald/internal/unnest"
+	"github.com/heraldhq/herald/schedule"
 )
 
 // maxRecordTries bounds how often recording an attempt decides again
@@ -267,9 +268,10 @@ func (w *Worker) decide(r recording, dec *decision) (recordRow, error) {
 	dec.number = p.attemptCount + 1
 	dec.ended = r.a.startedAt.Add(r.a.duration)
 	// The schedule starts again at every requeue, as the window does.
-	policy := w.policy
-	if r.d.ordered {
-		policy = w.headPolicy
+	o := r.d.options
+	policy := w.bounds.Policy(w.policy, o.window, o.base, o.retryCap)
+	if r.d.ordered && w.headLimit > 0 {
+		policy.Window = min(cmp.Or(policy.Window, schedule.DefaultWindow), w.headLimit)
 	}
 	dec.outcome = Decide(r.a.result, dec.number-p.attemptsBeforeRequeue, first, dec.ended, policy)
 	dec.settled = settle(p.status, dec.outcome, dec.ended, r.d.ordered)

@@ -46,7 +46,8 @@ type attempt struct {
 	startedAt time.Time
 	duration  time.Duration
 	// headers are the request headers sent. They hold signatures, never
-	// secrets, and are stored on the attempt.
+	// secrets (a secret custom header's value is masked), and are stored
+	// on the attempt.
 	headers map[string]string
 	result  Result
 	excerpt string
@@ -73,80 +74,105 @@ func (w *Worker) send(ctx context.Context, d loaded) attempt {
 	// record a timeout against it, for a request that maybe never left.
 	secrets, secretsErr := w.secrets.secretsFor(ctx, d, w.now())
 	via, viaErr := w.endpoints.forAttempt(ctx, d.endpointID, d.credentials, w.now())
-	return w.post(ctx, d.url, d.messageID, d.body, sender{secrets: secrets, secretsErr: secretsErr, via: via, viaErr: viaErr})
+	return w.post(ctx, outgoing{target: d.url, messageID: d.messageID, body: d.body, secrets: secrets, secretsErr: secretsErr,
+		via: via, viaErr: viaErr, endpointID: d.endpointID, options: d.options})
 }
 
-// sender is what an attempt is made with: the endpoint's signing secrets
-// and its client, or why either could not be read.
-type sender struct {
+// outgoing is what post sends, and what with.
+type outgoing struct {
+	target    string
+	messageID uuid.UUID
+	body      []byte
+	// secrets sign the body; when secretsErr is set, nothing is sent.
 	secrets    []signing.Secret
 	secretsErr error
-	via        *endpointClient
-	viaErr     error
+	// via is the endpoint's client, with its authentication and mutual
+	// TLS; when viaErr is set, nothing is sent.
+	via    *endpointClient
+	viaErr error
+	// endpointID and options give the endpoint's custom headers and
+	// timeout.
+	endpointID uuid.UUID
+	options    endpointOptions
 }
 
-// post signs body as message messageID's with s's secrets and POSTs it to
-// target through s's client, with its Authorization; when a secret, a
-// credential or a token is missing it sends nothing and says why. An
-// OAuth2 endpoint that answers 401 gets the request once more with a
-// fresh token, within the same timeout; the second answer is the
-// attempt's.
-func (w *Worker) post(ctx context.Context, target string, messageID uuid.UUID, body []byte, s sender) (a attempt) {
+// post signs o's body as its message's with its secrets and POSTs it to
+// its target through o's client, with its Authorization and the
+// endpoint's custom headers, within the endpoint's timeout; when a
+// secret, a credential, a custom header or a token is missing it sends
+// nothing and says why. An OAuth2 endpoint that answers 401 gets the
+// request once more with a fresh token, within the same timeout; the
+// second answer is the attempt's.
+func (w *Worker) post(ctx context.Context, o outgoing) (a attempt) {
 	a.startedAt = w.now()
 	a.job = trace.SpanContextFromContext(ctx)
 	defer func() { a.duration = w.now().Sub(a.startedAt) }()
 
-	ctx, cancel := context.WithTimeout(ctx, w.timeout)
+	timeout := w.timeoutFor(o.options)
+	ctx, cancel := context.WithTimeout(ctx, timeout)
 	defer cancel()
 	var lookups lookupWatch
 	ctx = httptrace.WithClientTrace(ctx, lookups.trace())
-	req, err := http.NewRequestWithContext(ctx, http.MethodPost, target, bytes.NewReader(body))
+	req, err := http.NewRequestWithContext(ctx, http.MethodPost, o.target, bytes.NewReader(o.body))
 	if err != nil {
 		a.result.Err = fmt.Errorf("the endpoint URL cannot be requested (%v); fix the endpoint's URL", unwrapURLError(err))
 		return a
 	}
+	custom, secretNames, err := w.customHeaders(o.endpointID, o.options)
+	if err != nil {
+		a.result.Err = &Fault{Cause: FaultSecrets, Err: fmt.Errorf("not sent, could not read the endpoint's custom headers: %w", err)}
+		return a
+	}
+	// The store refuses custom headers Herald sets itself, so none of the
+	// headers below overwrites one.
+	for name, values := range custom {
+		req.Header[name] = values
+	}
 	req.Header.Set("Content-Type", "application/json")
 	req.Header.Set("User-Agent", w.userAgent)
-	if s.secretsErr != nil {
-		a.result.Err = &Fault{Cause: FaultSecrets, Err: fmt.Errorf("not sent, could not read the endpoint's signing secrets: %w", s.secretsErr)}
+	if o.secretsErr != nil {
+		a.result.Err = &Fault{Cause: FaultSecrets, Err: fmt.Errorf("not sent, could not read the endpoint's signing secrets: %w", o.secretsErr)}
 		return a
 	}
-	if s.viaErr != nil {
-		a.result.Err = &Fault{Cause: FaultCredentials, Err: fmt.Errorf("not sent, could not read the endpoint's authentication or mutual TLS settings: %w", s.viaErr)}
+	if o.viaErr != nil {
+		a.result.Err = &Fault{Cause: FaultCredentials, Err: fmt.Errorf("not sent, could not read the endpoint's authentication or mutual TLS settings: %w", o.viaErr)}
 		return a
 	}
-	if err := signing.SignHeaders(req.Header, MessageHeaderID(messageID), a.startedAt, body, s.secrets...); err != nil {
+	if err := signing.SignHeaders(req.Header, MessageHeaderID(o.messageID), a.startedAt, o.body, o.secrets...); err != nil {
 		a.result.Err = &Fault{Cause: FaultSigning, Err: fmt.Errorf("not sent, could not sign: %w", err)}
 		return a
 	}
 	// Without a token nothing is sent, and no headers are recorded.
-	token, err := s.via.authorize(ctx, req.Header, nil)
+	token, err := o.via.authorize(ctx, req.Header, nil)
 	if err != nil {
-		a.result.Err = w.describeError(err, &lookups)
+		a.result.Err = w.describeError(err, &lookups, timeout)
 		return a
 	}
 	a.headers = make(map[string]string, len(req.Header))
 	for name := range req.Header {
 		a.headers[strings.ToLower(name)] = sanitize.Text(req.Header.Get(name), MaxHeaderStored)
 	}
-	if s.via.auth != nil {
-		a.headers["authorization"] = redactedAuthorization[s.via.auth.Type]
+	for _, name := range secretNames {
+		a.headers[strings.ToLower(name)] = maskedValue
+	}
+	if o.via.auth != nil {
+		a.headers["authorization"] = redactedAuthorization[o.via.auth.Type]
 	}
 
-	resp, err := s.via.client.Do(req)
-	if err == nil && resp.StatusCode == http.StatusUnauthorized && s.via.refreshesOn401() {
+	resp, err := o.via.client.Do(req)
+	if err == nil && resp.StatusCode == http.StatusUnauthorized && o.via.refreshesOn401() {
 		_, _ = io.Copy(io.Discard, io.LimitReader(resp.Body, MaxResponseRead))
 		resp.Body.Close()
 		again := req.Clone(ctx)
 		again.Body, _ = req.GetBody()
-		if _, err := s.via.authorize(ctx, again.Header, token); err != nil {
-			a.result.Err = w.describeError(err, &lookups)
+		if _, err := o.via.authorize(ctx, again.Header, token); err != nil {
+			a.result.Err = w.describeError(err, &lookups, timeout)
 			return a
 		}
-		resp, err = s.via.client.Do(again)
+		resp, err = o.via.client.Do(again)
 	}
 	if err != nil {
-		a.result.Err = w.describeError(err, &lookups)
+		a.result.Err = w.describeError(err, &lookups, timeout)
 		return a
 	}
 	defer resp.Body.Close()
@@ -165,9 +191,9 @@ func (w *Worker) post(ctx context.Context, target string, messageID uuid.UUID, b
 // describeError words a transport error without the request URL, which may
 // carry a token in its query. An error of Herald's resolver (see
 // resolverFault) is a *Fault.
-func (w *Worker) describeError(err error, lookups *lookupWatch) error {
+func (w *Worker) describeError(err error, lookups *lookupWatch, timeout time.Duration) error {
 	err = unwrapURLError(err)
-	if fault := lookups.resolverFault(err, w.timeout); fault != nil {
+	if fault := lookups.resolverFault(err, timeout); fault != nil {
 		return fault
 	}
 	if errors.Is(err, ssrf.ErrProxyUnavailable) {
@@ -180,9 +206,9 @@ func (w *Worker) describeError(err error, lookups *lookupWatch) error {
 	timedOut := errors.Is(err, context.DeadlineExceeded) || (errors.As(err, &netErr) && netErr.Timeout())
 	switch {
 	case timedOut && errors.As(err, &tokenErr):
-		return &TokenError{TokenURL: tokenErr.TokenURL, Err: fmt.Errorf("timed out after %s", w.timeout)}
+		return &TokenError{TokenURL: tokenErr.TokenURL, Err: fmt.Errorf("timed out after %s", timeout)}
 	case timedOut:
-		return fmt.Errorf("timed out after %s", w.timeout)
+		return fmt.Errorf("timed out after %s", timeout)
 	}
 	return err
 }

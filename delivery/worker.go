@@ -114,9 +114,18 @@ type Config struct {
 	// Policy decides when failed attempts are retried and when a delivery
 	// is exhausted. The zero Policy is schedule.Default().
 	Policy schedule.Policy
-	// Timeout bounds one HTTP attempt. Defaults to 15 s. Zero means the
-	// default.
+	// Timeout bounds one HTTP attempt to an endpoint without a timeout of
+	// its own. Defaults to 15 s. Zero means the default.
 	Timeout time.Duration
+	// EndpointBounds clamp the timeouts and retry policies endpoints chose
+	// (schedule.Bounds, whose zero value means its defaults: timeouts up
+	// to 60 s). The job timeout covers the longest timeout they allow.
+	EndpointBounds schedule.Bounds
+	// Headers reads endpoints' custom headers. Defaults to Secrets when it
+	// implements HeaderSource, as *store.Store does; without one, an
+	// attempt to an endpoint with custom headers sends nothing (a
+	// FaultSecrets fault).
+	Headers HeaderSource
 	// MaxInflightPerEndpoint caps the attempts to one endpoint running at
 	// once in this process; a job over the cap waits at most BusyPatience,
 	// then snoozes, so a slow endpoint never holds more than this many
@@ -214,12 +223,16 @@ var roundTrips = batcher.Config{MaxBatch: maxRoundTrip, Flushers: roundTripFlush
 type Worker struct {
 	river.WorkerDefaults[Args]
 
-	db            DB
-	secrets       *secretCache
-	endpoints     *endpointClients
-	policy        schedule.Policy
-	headPolicy    schedule.Policy // policy for the heads of ordered lines
+	db        DB
+	secrets   *secretCache
+	endpoints *endpointClients
+	policy    schedule.Policy
+	// headLimit bounds the retry window of the heads of ordered lines
+	// (Config.OrderedHeadLimit); zero: none.
+	headLimit     time.Duration
 	timeout       time.Duration
+	bounds        schedule.Bounds
+	headers       HeaderSource
 	maxBusySnooze time.Duration
 	client        *http.Client
 	userAgent     string
@@ -249,9 +262,12 @@ func NewWorker(cfg Config) (*Worker, error) {
 		return nil, fmt.Errorf("delivery worker: Timeout (%s), MaxInflightPerEndpoint (%d), MaxInflightPerTenant (%d), MaxBusySnooze (%s) and OrderedHeadLimit (%s) must not be negative; zero means the default",
 			cfg.Timeout, cfg.MaxInflightPerEndpoint, cfg.MaxInflightPerTenant, cfg.MaxBusySnooze, cfg.OrderedHeadLimit)
 	}
-	headPolicy := cfg.Policy
-	if cfg.OrderedHeadLimit > 0 {
-		headPolicy.Window = min(cmp.Or(cfg.Policy.Window, schedule.DefaultWindow), cfg.OrderedHeadLimit)
+	if err := cfg.EndpointBounds.Check(); err != nil {
+		return nil, fmt.Errorf("delivery worker: Config.EndpointBounds: %w", err)
+	}
+	headers := cfg.Headers
+	if headers == nil {
+		headers, _ = cfg.Secrets.(HeaderSource)
 	}
 	faults, err := newFaultCounter(cfg.Registerer)
 	if err != nil {
@@ -272,8 +288,10 @@ func NewWorker(cfg Config) (*Worker, error) {
 		db:            cfg.DB,
 		secrets:       newSecretCache(cfg.Secrets),
 		policy:        cfg.Policy,
-		headPolicy:    headPolicy,
+		headLimit:     cfg.OrderedHeadLimit,
 		timeout:       cmp.Or(cfg.Timeout, DefaultTimeout),
+		bounds:        cfg.EndpointBounds.WithDefaults(),
+		headers:       headers,
 		maxBusySnooze: cmp.Or(cfg.MaxBusySnooze, DefaultMaxBusySnooze),
 		client: &http.Client{
 			Transport: transport,
@@ -317,10 +335,12 @@ func NewWorker(cfg Config) (*Worker, error) {
 	return w, nil
 }
 
-// JobTimeout is how long River lets one job run: twice the HTTP timeout,
-// which leaves as long again to load the delivery and record the attempt.
+// JobTimeout is how long River lets one job run: twice the longest HTTP
+// timeout an attempt may have (the worker's, or the longest an endpoint
+// may choose, EndpointBounds.MaxTimeout), which leaves as long again to
+// load the delivery and record the attempt.
 func (w *Worker) JobTimeout() time.Duration {
-	return 2 * w.timeout
+	return 2 * max(w.timeout, w.bounds.MaxTimeout)
 }
 
 // Timeout implements river.Worker; it returns JobTimeout.

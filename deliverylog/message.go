@@ -30,6 +30,9 @@ type MessageSummary struct {
 	// DispatchedAt is when the dispatcher fanned the message out to the
 	// tenant's endpoints; nil while it is queued.
 	DispatchedAt *time.Time
+	// Channels are the channels the message was published on; empty (never
+	// nil) for none.
+	Channels []string
 }
 
 // Message is a published message with its payload and how its deliveries
@@ -141,7 +144,7 @@ func (m MessageSummary) cursor() page.Cursor {
 
 func (m *MessageSummary) fields() []any {
 	return []any{&m.ID, &m.TenantID, &m.EventType, &m.ObjectID, &m.ObjectVersion,
-		&m.IdempotencyKey, &m.CreatedAt, &m.DispatchedAt}
+		&m.IdempotencyKey, &m.CreatedAt, &m.DispatchedAt, &m.Channels}
 }
 
 func scanMessage(row pgx.CollectableRow) (Message, error) {

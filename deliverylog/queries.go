@@ -3,7 +3,7 @@ package deliverylog
 // The SQL of the delivery log. $1 is always the tenant whose log is read.
 const (
 	messageColumns = `m.id, m.tenant_id, m.event_type, m.object_id, m.object_version,
-  m.idempotency_key, m.created_at, m.dispatched_at`
+  m.idempotency_key, m.created_at, m.dispatched_at, m.channels`
 
 	// messageCounts counts m's deliveries by status, through the
 	// (message_id, endpoint_id) key.

@@ -140,7 +140,7 @@ type Config struct {
 	DrainCoalesce time.Duration
 	// RescueStuckJobsAfter is how long a delivery job may run before River
 	// runs it again, assuming its process died. It must exceed the job
-	// timeout (twice the HTTP timeout). Defaults to 3 minutes. Zero
+	// timeout (delivery.Worker.JobTimeout). Defaults to 3 minutes. Zero
 	// means the default.
 	RescueStuckJobsAfter time.Duration
 	// ReconcileInterval is how often the reconciler runs: one dispatcher
@@ -202,6 +202,7 @@ type Dispatcher struct {
 	pollInterval  time.Duration
 	drainCoalesce time.Duration
 	fanOutTimeout time.Duration
+	filters       *filterCache
 	grace         time.Duration
 	clock         *clockCheck
 	tracer        trace.Tracer // nil: no spans
@@ -248,7 +249,7 @@ func New(cfg Config) (*Dispatcher, error) {
 	pollInterval := cmp.Or(cfg.PollInterval, DefaultPollInterval)
 	rescueAfter := cmp.Or(cfg.RescueStuckJobsAfter, DefaultRescueStuckJobsAfter)
 	if rescueAfter <= worker.JobTimeout() {
-		return nil, fmt.Errorf("dispatcher: RescueStuckJobsAfter (%s) must exceed the job timeout (%s, twice the HTTP timeout), or running attempts would be sent twice; raise it or lower the HTTP timeout",
+		return nil, fmt.Errorf("dispatcher: RescueStuckJobsAfter (%s) must exceed the job timeout (%s, twice the longer of the HTTP timeout and the longest endpoint timeout), or running attempts would be sent twice; raise it or lower those timeouts",
 			rescueAfter, worker.JobTimeout())
 	}
 
@@ -339,6 +340,7 @@ func New(cfg Config) (*Dispatcher, error) {
 		pollInterval:  pollInterval,
 		drainCoalesce: cfg.DrainCoalesce,
 		fanOutTimeout: cmp.Or(cfg.FanOutTimeout, DefaultFanOutTimeout),
+		filters:       newFilterCache(logger),
 		grace:         cmp.Or(cfg.ShutdownGrace, DefaultShutdownGrace),
 		clock:         clock,
 		tracer:        tracer,

@@ -244,8 +244,8 @@ func TestNewRejectsBadConfig(t *testing.T) {
 	t.Parallel()
 	b, _ := setup(t)
 
-	_, err := dispatcher.New(dispatcher.Config{Pool: b.pool, Delivery: delivery.Config{Secrets: b.store}, RescueStuckJobsAfter: 20 * time.Second})
-	require.ErrorContains(t, err, "RescueStuckJobsAfter (20s) must exceed the job timeout (30s")
+	_, err := dispatcher.New(dispatcher.Config{Pool: b.pool, Delivery: delivery.Config{Secrets: b.store}, RescueStuckJobsAfter: 100 * time.Second})
+	require.ErrorContains(t, err, "RescueStuckJobsAfter (1m40s) must exceed the job timeout (2m0s", "twice the longest endpoint timeout allowed (60 s)")
 	_, err = dispatcher.New(dispatcher.Config{Pool: b.pool})
 	require.ErrorContains(t, err, "Config.Secrets is nil")
 	_, err = dispatcher.New(dispatcher.Config{Pool: b.pool, Delivery: delivery.Config{Secrets: b.store}, Workers: -1})

@@ -2,6 +2,7 @@ package dispatcher
 
 import (
 	"context"
+	"log/slog"
 	"testing"
 	"time"
 
@@ -39,7 +40,7 @@ func TestEnablingWaitsForAFanOutThatReadTheEndpointDisabled(t *testing.T) {
 	tx, err := beginFanOut(ctx, pool)
 	require.NoError(t, err)
 	defer func() { _ = tx.Rollback(ctx) }()
-	batch, err := claim(ctx, tx, 10)
+	batch, err := claim(ctx, tx, 10, newFilterCache(slog.New(slog.DiscardHandler)))
 	require.NoError(t, err)
 	require.Len(t, batch.deliveries, 1)
 	require.Equal(t, deliverystatus.Skipped, batch.deliveries[0].status, "the fan-out read the endpoint as disabled")

@@ -76,7 +76,7 @@ func (d *Dispatcher) fanOut(ctx context.Context) (claimed int, more bool, err er
 		traced  []tracedMessage
 	)
 	for claimed < FanOutLimit && created < FanOutLimit {
-		batch, err := claim(ctx, tx, d.batchSize)
+		batch, err := claim(ctx, tx, d.batchSize, d.filters)
 		if err != nil {
 			return 0, false, err
 		}
@@ -290,9 +290,10 @@ var newDeliveryColumns = []unnest.Column[newDelivery]{
 }
 
 // claim claims up to limit undispatched messages in tx and returns them
-// with a delivery to create for each of their subscribed endpoints: a
-// skipped one when the endpoint is disabled.
-func claim(ctx context.Context, tx pgx.Tx, limit int) (claimed, error) {
+// with a delivery to create for each of their subscribed endpoints whose
+// filter they pass (filters compiled through filters): a skipped one when
+// the endpoint is disabled.
+func claim(ctx context.Context, tx pgx.Tx, limit int, filters *filterCache) (claimed, error) {
 	rows, err := tx.Query(ctx, claimMessages, limit)
 	if err != nil {
 		return claimed{}, fmt.Errorf("claim messages: %w", err)
@@ -305,18 +306,30 @@ func claim(ctx context.Context, tx pgx.Tx, limit int) (claimed, error) {
 		traceparent *string
 		enabled     bool
 		ordered     bool
+		filterSrc   *string
+		body        *string
 		seen        = make(map[uuid.UUID]bool)
+		current     messageFilter
 	)
-	_, err = pgx.ForEachRow(rows, []any{&messageID, &tenantID, &traceparent, &endpointID, &enabled, &ordered, &b.more}, func() error {
+	_, err = pgx.ForEachRow(rows, []any{&messageID, &tenantID, &traceparent, &endpointID, &enabled, &ordered, &filterSrc, &body, &b.more}, func() error {
 		if !seen[messageID] {
 			seen[messageID] = true
 			b.messages++
 			if traceparent != nil {
 				b.traced = append(b.traced, tracedMessage{id: messageID, traceparent: *traceparent})
 			}
+			// The body comes on the message's first row, and only when
+			// one of its endpoints has a filter.
+			current = messageFilter{cache: filters}
+			if body != nil {
+				current.body = []byte(*body)
+			}
 		}
 		if endpointID == nil {
 			return nil // no endpoint subscribes to it
+		}
+		if filterSrc != nil && !current.passes(*endpointID, *filterSrc) {
+			return nil // filtered out: no delivery
 		}
 		if traceparent != nil {
 			b.traced[len(b.traced)-1].endpoints++

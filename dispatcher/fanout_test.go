@@ -1,6 +1,8 @@
 package dispatcher
 
 import (
+	"fmt"
+	"log/slog"
 	"slices"
 	"testing"
 
@@ -10,7 +12,9 @@ import (
 
 	"github.com/heraldhq/herald/delivery"
 	"github.com/heraldhq/herald/internal/pgtest"
+	"github.com/heraldhq/herald/internal/secretbox"
 	"github.com/heraldhq/herald/outbox"
+	"github.com/heraldhq/herald/store"
 )
 
 // A fan-out batch's deliveries go in one batch job per endpoint, in the
@@ -98,7 +102,7 @@ func TestClaimTakesTenantsInTurn(t *testing.T) {
 	}
 	tx, err := pool.Begin(ctx)
 	require.NoError(t, err)
-	empty, err := claim(ctx, tx, 10)
+	empty, err := claim(ctx, tx, 10, newFilterCache(slog.New(slog.DiscardHandler)))
 	require.NoError(t, err, "an empty outbox is no error")
 	require.Zero(t, empty.messages)
 	require.False(t, empty.more)
@@ -118,7 +122,7 @@ func TestClaimTakesTenantsInTurn(t *testing.T) {
 	claimOnce := func() ([]uuid.UUID, bool) {
 		tx, err := pool.Begin(ctx)
 		require.NoError(t, err)
-		b, err := claim(ctx, tx, 10)
+		b, err := claim(ctx, tx, 10, newFilterCache(slog.New(slog.DiscardHandler)))
 		require.NoError(t, err)
 		require.NoError(t, tx.Commit(ctx))
 		rows, err := pool.Query(ctx, `SELECT id FROM herald.messages WHERE dispatched_at IS NOT NULL ORDER BY id`)
@@ -138,4 +142,58 @@ func TestClaimTakesTenantsInTurn(t *testing.T) {
 		dispatched, more = claimOnce()
 	}
 	require.Len(t, dispatched, 31, "claiming again takes the rest")
+}
+
+// Claiming in turn keeps the channels and filters: the body comes on each
+// message's first row whichever tenant's turn it is in, so a filter meets
+// every message of a claim that mixes a flood with another tenant's
+// message, and an endpoint of other channels gets none of them.
+func TestClaimInTurnFiltersEachTenantsMessages(t *testing.T) {
+	t.Parallel()
+	ctx := t.Context()
+	pool := pgtest.NewPool(t)
+	box, err := secretbox.Parse(secretbox.Generate())
+	require.NoError(t, err)
+	st, err := store.New(pool, store.Config{Box: box})
+	require.NoError(t, err)
+	endpoint := func(tenant, filter string, channels ...string) uuid.UUID {
+		e, err := st.CreateEndpoint(ctx, store.NewEndpoint{TenantID: tenant, URL: "https://example.com/" + tenant, Filter: filter, Channels: channels})
+		require.NoError(t, err)
+		return e.ID
+	}
+	for _, id := range []string{"noisy", "quiet"} {
+		_, err := st.CreateTenant(ctx, store.NewTenant{ID: id})
+		require.NoError(t, err)
+	}
+	late := endpoint("noisy", `data.n >= 3`)
+	noisyAll := endpoint("noisy", "")
+	big := endpoint("quiet", `data.amount >= 100`)
+	endpoint("quiet", `data.amount < 100`)
+	endpoint("quiet", "", "eu")
+
+	var flood []uuid.UUID
+	for n := range 8 {
+		p, err := outbox.PublishPool(ctx, pool, outbox.Message{Tenant: "noisy", Type: "invoice.paid", ObjectID: fmt.Sprint("inv_", n), Data: map[string]any{"n": n}})
+		require.NoError(t, err)
+		flood = append(flood, p.ID)
+	}
+	quiet, err := outbox.PublishPool(ctx, pool, outbox.Message{Tenant: "quiet", Type: "invoice.paid", ObjectID: "inv_q", Data: map[string]any{"amount": 150}, Channels: []string{"us"}})
+	require.NoError(t, err)
+
+	tx, err := pool.Begin(ctx)
+	require.NoError(t, err)
+	defer func() { _ = tx.Rollback(ctx) }()
+	b, err := claim(ctx, tx, 8, newFilterCache(slog.New(slog.DiscardHandler)))
+	require.NoError(t, err)
+	require.Equal(t, 5, b.messages, "each tenant's share is 4; the quiet one had 1")
+	require.True(t, b.more)
+	got := map[[2]uuid.UUID]bool{}
+	for _, d := range b.deliveries {
+		got[[2]uuid.UUID{d.messageID, d.endpointID}] = true
+	}
+	want := map[[2]uuid.UUID]bool{{quiet.ID, big}: true, {flood[3], late}: true}
+	for _, m := range flood[:4] {
+		want[[2]uuid.UUID{m, noisyAll}] = true
+	}
+	require.Equal(t, want, got, "small's filter and eu's channel refuse the quiet message; late takes the fourth of the flood only")
 }

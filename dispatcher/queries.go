@@ -19,12 +19,17 @@ const (
 	// claimMessages takes up to $1 undispatched messages that no other
 	// dispatcher holds, the tenants with a backlog in turn, marks them
 	// dispatched (effective when the transaction commits) and returns each
-	// with every endpoint of its tenant subscribed to its type, enabled or
-	// not (but not one being erased: package erasure); a message without
-	// any comes back once with a NULL endpoint, and whether the endpoint is
-	// ordered (ordering "object"). Each row carries its message's
-	// traceparent, for the fan-out's span in the producer's trace, and
-	// whether more messages wait (more).
+	// with every endpoint of its tenant that subscribes to its type and its
+	// channels (an endpoint without channels takes every message; one with
+	// channels those that carry one of them), enabled or not (but not one
+	// being erased: package erasure); a message without any comes back once
+	// with a NULL endpoint, and whether the endpoint is ordered (ordering
+	// "object"). Each row carries its message's traceparent, for the
+	// fan-out's span in the producer's trace, the endpoint's filter (NULL
+	// for none), which the fan-out evaluates on the body, and whether more
+	// messages wait (more). The body comes once per message, on its first
+	// row, and only when one of its endpoints has a filter: a fan-out
+	// without filters reads no bodies.
 	//
 	// In turn: the tenants with undispatched messages are found by a skip
 	// scan of messages_undispatched_tenant (one index probe per tenant, at
@@ -56,7 +61,7 @@ const (
     FROM backlog b
     CROSS JOIN share s
     CROSS JOIN LATERAL (
-        SELECT m.id, m.tenant_id, m.event_type, m.created_at, m.traceparent
+        SELECT m.id, m.tenant_id, m.event_type, m.created_at, m.traceparent, m.channels, m.body
         FROM herald.messages m
         WHERE m.dispatched_at IS NULL AND m.tenant_id = b.tenant_id
         ORDER BY m.created_at, m.id
@@ -65,7 +70,7 @@ const (
     ) c
     WHERE b.tenant_id IS NOT NULL
 ), claimed AS (
-    SELECT c.id, c.tenant_id, c.event_type, c.created_at, c.traceparent, c.turn
+    SELECT c.id, c.tenant_id, c.event_type, c.created_at, c.traceparent, c.channels, c.body, c.turn
     FROM candidates c, share s
     WHERE c.turn <= s.n
     ORDER BY c.turn, c.created_at, c.id
@@ -75,13 +80,16 @@ const (
     FROM claimed c
     WHERE m.id = c.id
 )
-SELECT c.id, c.tenant_id, c.traceparent, e.id, coalesce(e.enabled, false), coalesce(e.ordering = 'object', false),
+SELECT c.id, c.tenant_id, c.traceparent, e.id, coalesce(e.enabled, false), coalesce(e.ordering = 'object', false), e.filter,
+    CASE WHEN bool_or(e.filter IS NOT NULL) OVER message AND row_number() OVER (message ORDER BY e.id) = 1 THEN c.body END,
     (SELECT s.more_tenants FROM share s) OR (SELECT count(*) FROM candidates) > (SELECT count(*) FROM claimed)
 FROM claimed c
 LEFT JOIN herald.endpoints e
     ON e.tenant_id = c.tenant_id
    AND e.deleted_at IS NULL
    AND (cardinality(e.event_types) = 0 OR c.event_type = ANY (e.event_types))
+   AND (cardinality(e.channels) = 0 OR e.channels && c.channels)
+WINDOW message AS (PARTITION BY c.id)
 ORDER BY c.turn, c.created_at, c.id, e.id`
 
 	// insertDeliveries inserts one delivery per (message, endpoint) pair

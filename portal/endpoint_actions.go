@@ -28,6 +28,7 @@ type endpointForm struct {
 	OtherTypes  string
 	// Ordering is chosen on the create form only.
 	Ordering store.Ordering
+	optionsForm
 	// Credentials are the authentication and mutual TLS (endpoint_auth.go).
 	Credentials credentialsForm
 }
@@ -58,6 +59,7 @@ func readEndpointForm(r *http.Request) endpointForm {
 		EventTypes:  r.PostForm["event_types"],
 		OtherTypes:  r.PostFormValue("other_types"),
 		Ordering:    store.Ordering(r.PostFormValue("ordering")),
+		optionsForm: readOptionsForm(r),
 		Credentials: readCredentialsForm(r),
 	}
 }
@@ -110,6 +112,13 @@ func (p *Portal) renderEndpointForm(w http.ResponseWriter, r *http.Request, s *s
 	if data.Catalogue, err = p.catalogue(r); err != nil {
 		return err
 	}
+	// Secret values are write-only: a form shown again after a refusal
+	// asks for them again rather than echo them into the page.
+	for i := range data.Form.Headers {
+		if data.Form.Headers[i].Secret {
+			data.Form.Headers[i].Value = ""
+		}
+	}
 	title := "Add an endpoint"
 	if data.Editing() {
 		title = "Edit endpoint"
@@ -130,6 +139,12 @@ func refused(err error, data *endpointFormPage) bool {
 	return true
 }
 
+// formRefused is data with the form's own refusal of a field.
+func formRefused(data endpointFormPage, verr *store.ValidationError) endpointFormPage {
+	refused(verr, &data)
+	return data
+}
+
 func fieldLabel(field string) string {
 	switch field {
 	case "url":
@@ -140,6 +155,14 @@ func fieldLabel(field string) string {
 		return "The event types:"
 	case "ordering":
 		return "The delivery order"
+	case "filter":
+		return "The filter"
+	case "channels":
+		return "The channels:"
+	case "headers":
+		return "The headers:"
+	case "timeout_seconds":
+		return "The timeout"
 	}
 	if label, ok := credentialFieldLabels[field]; ok {
 		return label
@@ -148,11 +171,15 @@ func fieldLabel(field string) string {
 }
 
 func (p *Portal) newEndpoint(w http.ResponseWriter, r *http.Request, s *session) error {
-	return p.renderEndpointForm(w, r, s, http.StatusOK, endpointFormPage{})
+	return p.renderEndpointForm(w, r, s, http.StatusOK, endpointFormPage{Form: endpointForm{optionsForm: optionsForm{}.withSpareRows()}})
 }
 
 func (p *Portal) createEndpoint(w http.ResponseWriter, r *http.Request, s *session) error {
 	form := readEndpointForm(r)
+	timeout, bad := form.timeout()
+	if bad != nil {
+		return p.renderEndpointForm(w, r, s, http.StatusUnprocessableEntity, formRefused(endpointFormPage{Form: form}, bad))
+	}
 	var e store.Endpoint
 	err := pgx.BeginFunc(r.Context(), p.pool, func(tx pgx.Tx) error {
 		var err error
@@ -162,6 +189,10 @@ func (p *Portal) createEndpoint(w http.ResponseWriter, r *http.Request, s *sessi
 			Description: form.Description,
 			EventTypes:  form.subscription(),
 			Ordering:    form.Ordering,
+			Channels:    form.channels(),
+			Filter:      form.Filter,
+			Headers:     form.headers(),
+			Timeout:     timeout,
 		})
 		if err != nil {
 			return err
@@ -191,7 +222,13 @@ func (p *Portal) editEndpoint(w http.ResponseWriter, r *http.Request, s *session
 	if err != nil {
 		return err
 	}
+	// The store shows the options as the API does: secret values masked.
+	options, err := p.store.GetEndpoint(r.Context(), e.ID)
+	if err != nil {
+		return err
+	}
 	form := formFor(e, catalogue)
+	form.optionsForm = optionsFormFor(options)
 	summary, err := p.credentialsOf(r.Context(), e.ID)
 	if err != nil {
 		return err
@@ -206,14 +243,21 @@ func (p *Portal) updateEndpoint(w http.ResponseWriter, r *http.Request, s *sessi
 		return err
 	}
 	form := readEndpointForm(r)
-	types := form.subscription()
-	err = pgx.BeginFunc(r.Context(), p.pool, func(tx pgx.Tx) error {
-		_, err := p.store.UpdateEndpointTx(r.Context(), tx, e.ID, store.EndpointUpdate{URL: &form.URL, Description: &form.Description, EventTypes: &types})
-		if err != nil {
-			return err
-		}
-		return p.store.SetCredentialsTx(r.Context(), tx, e.ID, form.Credentials.change(true))
-	})
+	types, channels, headers := form.subscription(), form.channels(), form.headers()
+	// A timeout the form refuses is answered as the store's refusals are,
+	// with the endpoint's current credentials shown.
+	if timeout, bad := form.timeout(); bad != nil {
+		err = bad
+	} else {
+		err = pgx.BeginFunc(r.Context(), p.pool, func(tx pgx.Tx) error {
+			_, err := p.store.UpdateEndpointTx(r.Context(), tx, e.ID, store.EndpointUpdate{URL: &form.URL, Description: &form.Description, EventTypes: &types,
+				Channels: &channels, Filter: &form.Filter, Headers: &headers, Timeout: &timeout})
+			if err != nil {
+				return err
+			}
+			return p.store.SetCredentialsTx(r.Context(), tx, e.ID, form.Credentials.change(true))
+		})
+	}
 	if err != nil {
 		var readErr error
 		if form.Credentials.Current, readErr = p.credentialsOf(r.Context(), e.ID); readErr != nil {

@@ -132,6 +132,9 @@ func (p *Portal) endpointList(w http.ResponseWriter, r *http.Request, s *session
 // endpointPage is the endpoint detail page's data.
 type endpointPage struct {
 	Endpoint endpointView
+	// Options are the endpoint's channels, filter, headers (secret values
+	// masked), timeout and retry policy, as the store shows them.
+	Options store.Endpoint
 	// Secret is the revealed signing secret; empty until the person asks.
 	Secret        string
 	Day, Week     chart
@@ -208,6 +211,9 @@ func (p *Portal) showEndpoint(w http.ResponseWriter, r *http.Request, s *session
 	}
 	data := endpointPage{Endpoint: e, Secret: secret, GraceOptions: graceOptions(), ReplayPeriods: replayPeriods(kept),
 		Kept: keptView{For: humanDuration(kept), Earliest: now.Add(-kept)}}
+	if data.Options, err = p.store.GetEndpoint(ctx, e.ID); err != nil {
+		return err
+	}
 	data.Day, data.Week, err = p.outcomeCharts(ctx, s, e.ID, now)
 	if err != nil {
 		return err

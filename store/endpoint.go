@@ -29,6 +29,22 @@ type Endpoint struct {
 	// RateLimit is the most messages per second the endpoint receives. Zero
 	// means no limit.
 	RateLimit float64
+	// Channels are the channels the endpoint subscribes to: it receives
+	// only messages carrying one of them. Empty (never nil) means every
+	// message, with or without channels.
+	Channels []string
+	// Filter is the endpoint's filter on message bodies (package filter),
+	// as its owner wrote it; empty means none.
+	Filter string
+	// Headers are sent on every attempt; a secret one's value is
+	// MaskedHeaderValue. Empty (never nil) means none.
+	Headers []EndpointHeader
+	// Timeout is the endpoint's own request timeout; zero means the
+	// dispatcher's.
+	Timeout time.Duration
+	// RetryPolicy is the endpoint's own retry policy; a zero field means
+	// the dispatcher's.
+	RetryPolicy RetryPolicy
 	// Ordering says whether deliveries of one object are sent one at a
 	// time in version order (OrderingObject) or independently
 	// (OrderingNone).
@@ -84,6 +100,24 @@ type NewEndpoint struct {
 	EventTypes []string
 	// RateLimit caps messages per second. Zero means no limit.
 	RateLimit float64
+	// Channels are the channels to receive (at most MaxEndpointChannels,
+	// each as outbox.ValidateChannel accepts); repeats are dropped. Empty
+	// means every message, with or without channels.
+	Channels []string
+	// Filter is a filter on message bodies (package filter); a message it
+	// does not match creates no delivery. Empty means none.
+	Filter string
+	// Headers are sent on every attempt: at most MaxEndpointHeaders,
+	// MaxEndpointHeaderBytes together, none that Herald sets itself (see
+	// checkHeaders). A secret one is stored encrypted.
+	Headers []EndpointHeader
+	// Timeout is the endpoint's request timeout, from
+	// schedule.MinEndpointTimeout to the bounds' MaxTimeout. Zero means
+	// the dispatcher's.
+	Timeout time.Duration
+	// RetryPolicy is the endpoint's retry policy, within the bounds
+	// (Config.PolicyBounds). A zero field means the dispatcher's.
+	RetryPolicy RetryPolicy
 	// Ordering is OrderingNone (the default; empty means it) or
 	// OrderingObject. It cannot be changed once the endpoint exists.
 	Ordering Ordering
@@ -103,14 +137,41 @@ type EndpointUpdate struct {
 	EventTypes *[]string
 	// RateLimit replaces the limit; a pointer to 0 removes it.
 	RateLimit *float64
+	// Channels replaces the channels; a pointer to an empty slice receives
+	// every message.
+	Channels *[]string
+	// Filter replaces the filter; a pointer to "" removes it.
+	Filter *string
+	// Headers replaces the headers; a pointer to an empty slice removes
+	// them. A secret header without a value keeps the value stored under
+	// its name.
+	Headers *[]EndpointHeader
+	// Timeout replaces the timeout; a pointer to 0 goes back to the
+	// dispatcher's.
+	Timeout *time.Duration
+	// RetryPolicy replaces the retry policy; a pointer to the zero
+	// RetryPolicy goes back to the dispatcher's.
+	RetryPolicy *RetryPolicy
 }
 
 func scanEndpoint(row pgx.Row) (Endpoint, error) {
-	var e Endpoint
+	var (
+		e       Endpoint
+		headers []byte
+		options storedOptions
+	)
 	err := row.Scan(&e.ID, &e.TenantID, &e.URL, &e.Description, &e.EventTypes, &e.RateLimit, &e.Ordering, &e.Enabled,
 		&e.DisabledReason, &e.DisabledAt, &e.FailingSince, &e.LastSuccessAt, &e.UnreachableStreak, &e.BreakerOpenedAt,
-		&e.CreatedAt, &e.UpdatedAt)
-	return e, err
+		&e.CreatedAt, &e.UpdatedAt, &e.Channels, &e.Filter,
+		&headers, &options.timeoutMS, &options.windowMS, &options.baseMS, &options.capMS)
+	if err != nil {
+		return e, err
+	}
+	if e.Headers, err = shownHeaders(headers); err != nil {
+		return e, fmt.Errorf("endpoint %s: %w", e.ID, err)
+	}
+	e.Timeout, e.RetryPolicy = options.policy()
+	return e, nil
 }
 
 // CreateEndpoint creates an endpoint with its first signing secret; read
@@ -148,6 +209,19 @@ func (s *Store) createEndpoint(ctx context.Context, db dbtx, n NewEndpoint) (End
 	if err := checkRateLimit(n.RateLimit); err != nil {
 		return fail(err)
 	}
+	channels, err := normalizeChannels(n.Channels)
+	if err != nil {
+		return fail(err)
+	}
+	if err := checkFilter(n.Filter); err != nil {
+		return fail(err)
+	}
+	if err := checkHeaders(n.Headers, nil); err != nil {
+		return fail(err)
+	}
+	if err := s.checkPolicy(n.Timeout, n.RetryPolicy); err != nil {
+		return fail(err)
+	}
 	ordering := cmp.Or(n.Ordering, OrderingNone)
 	if !ordering.Valid() {
 		return fail(invalid("ordering", "is %q; give %q (deliveries independent, the default) or %q (one object's deliveries one at a time, in version order)",
@@ -164,8 +238,14 @@ func (s *Store) createEndpoint(ctx context.Context, db dbtx, n NewEndpoint) (End
 		return fail(err)
 	}
 	id, secretID := uuid.Must(uuid.NewV7()), uuid.Must(uuid.NewV7())
+	headers, err := s.sealHeaders(id, n.Headers, nil)
+	if err != nil {
+		return fail(err)
+	}
+	options := newStoredOptions(n.Timeout, n.RetryPolicy)
 	e, err := scanEndpoint(db.QueryRow(ctx, insertEndpoint, id, n.TenantID, n.URL, n.Description, eventTypes, n.RateLimit,
-		secretID, algorithm, s.sealSecret(id, secret), s.defaultCap(), string(ordering)))
+		secretID, algorithm, s.sealSecret(id, secret), s.defaultCap(), string(ordering), channels, n.Filter,
+		headers, options.timeoutMS, options.windowMS, options.baseMS, options.capMS))
 	if errors.Is(err, pgx.ErrNoRows) {
 		return fail(s.refusal(ctx, db, n.TenantID))
 	}
@@ -279,7 +359,31 @@ func (s *Store) updateEndpoint(ctx context.Context, db dbtx, id uuid.UUID, u End
 			return fail(err)
 		}
 	}
-	e, err := scanEndpoint(db.QueryRow(ctx, updateEndpoint, id, u.URL, u.Description, eventTypes, u.RateLimit))
+	var channels []string
+	if u.Channels != nil {
+		var err error
+		if channels, err = normalizeChannels(*u.Channels); err != nil {
+			return fail(err)
+		}
+	}
+	if u.Filter != nil {
+		if err := checkFilter(*u.Filter); err != nil {
+			return fail(err)
+		}
+	}
+	var headers []byte
+	if u.Headers != nil {
+		var err error
+		if headers, err = s.updatedHeaders(ctx, db, id, *u.Headers); err != nil {
+			return fail(err)
+		}
+	}
+	options, err := s.updatedOptions(u)
+	if err != nil {
+		return fail(err)
+	}
+	e, err := scanEndpoint(db.QueryRow(ctx, updateEndpoint, id, u.URL, u.Description, eventTypes, u.RateLimit, channels, u.Filter,
+		headers, u.Timeout != nil, options.timeoutMS, u.RetryPolicy != nil, options.windowMS, options.baseMS, options.capMS))
 	if errors.Is(err, pgx.ErrNoRows) {
 		return fail(ErrNotFound)
 	}

@@ -77,7 +77,7 @@ WHERE endpoint_id = ANY($1) AND (auth_type IS NOT NULL OR tls_sealed IS NOT NULL
 const (
 	endpointColumns = `id, tenant_id, url, description, event_types, coalesce(rate_limit, 0), ordering, enabled,
 coalesce(disabled_reason, ''), disabled_at, failing_since, last_success_at, unreachable_streak, breaker_opened_at,
-created_at, updated_at`
+created_at, updated_at, channels, coalesce(filter, ''), headers, timeout_ms, retry_window_ms, retry_base_ms, retry_cap_ms`
 
 	// insertEndpoint creates the endpoint and its first secret in one
 	// statement, and nothing when the tenant does not exist or has as many
@@ -93,8 +93,10 @@ created_at, updated_at`
     WHERE id = $2 AND deleted_at IS NULL AND (coalesce(max_endpoints, $10::integer) IS NULL OR endpoint_count < coalesce(max_endpoints, $10::integer))
     FOR NO KEY UPDATE
 ), endpoint AS (
-    INSERT INTO herald.endpoints (id, tenant_id, url, description, event_types, rate_limit, ordering)
-    SELECT $1, tenant.id, $3, $4, $5, nullif($6::double precision, 0), $11 FROM tenant
+    INSERT INTO herald.endpoints (id, tenant_id, url, description, event_types, rate_limit, ordering, channels, filter,
+        headers, timeout_ms, retry_window_ms, retry_base_ms, retry_cap_ms)
+    SELECT $1, tenant.id, $3, $4, $5, nullif($6::double precision, 0), $11, $12, nullif($13, ''),
+        $14, $15, $16, $17, $18 FROM tenant
     RETURNING *
 ), secret AS (
     INSERT INTO herald.endpoint_secrets (id, endpoint_id, algorithm, ciphertext)
@@ -115,12 +117,21 @@ FROM herald.tenants WHERE id = $1 AND deleted_at IS NULL`
 WHERE tenant_id = $1 AND id > $2 AND deleted_at IS NULL ORDER BY id LIMIT $3`
 
 	// updateEndpoint changes the fields whose parameter is not NULL; a
-	// rate limit of 0 removes the limit.
+	// rate limit of 0 removes the limit, an empty filter the filter. The
+	// timeout ($10) and the retry policy ($12 to $14, each NULL for the
+	// default) are replaced when $9 and $11 say so.
 	updateEndpoint = `UPDATE herald.endpoints SET
     url = coalesce($2, url),
     description = coalesce($3, description),
     event_types = coalesce($4, event_types),
     rate_limit = CASE WHEN $5::double precision IS NULL THEN rate_limit ELSE nullif($5, 0) END,
+    channels = coalesce($6, channels),
+    filter = CASE WHEN $7::text IS NULL THEN filter ELSE nullif($7, '') END,
+    headers = coalesce($8, headers),
+    timeout_ms = CASE WHEN $9 THEN $10 ELSE timeout_ms END,
+    retry_window_ms = CASE WHEN $11 THEN $12 ELSE retry_window_ms END,
+    retry_base_ms = CASE WHEN $11 THEN $13 ELSE retry_base_ms END,
+    retry_cap_ms = CASE WHEN $11 THEN $14 ELSE retry_cap_ms END,
     updated_at = now()
 WHERE id = $1 AND deleted_at IS NULL
 RETURNING ` + endpointColumns
@@ -134,6 +145,10 @@ RETURNING ` + endpointColumns
     updated_at = CASE WHEN enabled THEN now() ELSE updated_at END
 WHERE id = $1 AND deleted_at IS NULL
 RETURNING ` + endpointColumns
+
+	// selectEndpointHeaders reads an endpoint's headers column, for an
+	// update that keeps some secret values.
+	selectEndpointHeaders = `SELECT headers FROM herald.endpoints WHERE id = $1 AND deleted_at IS NULL`
 
 	// enableEndpoint also clears the failing spell and closes the
 	// breaker, so the health clock, the failing warning and the breaker's

@@ -3,6 +3,7 @@ package store
 import (
 	"context"
 	"errors"
+	"fmt"
 	"time"
 
 	"github.com/jackc/pgx/v5"
@@ -11,6 +12,7 @@ import (
 
 	"github.com/heraldhq/herald/internal/secretbox"
 	"github.com/heraldhq/herald/limits"
+	"github.com/heraldhq/herald/schedule"
 )
 
 // Config configures a Store.
@@ -31,6 +33,10 @@ type Config struct {
 	// with an *EndpointLimitError. Defaults to limits.DefaultMaxEndpoints
 	// (50). Zero means the default; negative means no cap.
 	MaxEndpointsPerTenant int
+	// PolicyBounds bound the timeouts and retry policies endpoints may
+	// choose (see schedule.Bounds for the defaults). Its zero value means
+	// the defaults.
+	PolicyBounds schedule.Bounds
 }
 
 // Store reads and writes tenants, endpoints and their secrets. It is safe
@@ -42,6 +48,8 @@ type Store struct {
 	now       func() time.Time
 	// maxEndpoints is the default endpoint cap; negative: none.
 	maxEndpoints int
+	// bounds are Config.PolicyBounds with their defaults.
+	bounds schedule.Bounds
 }
 
 // New returns a Store on pool.
@@ -52,7 +60,11 @@ func New(pool *pgxpool.Pool, cfg Config) (*Store, error) {
 	if cfg.Box == nil {
 		return nil, errors.New("store: Config.Box is nil; endpoint secrets need the operator key (" + secretbox.EnvKey + ")")
 	}
-	s := &Store{pool: pool, box: cfg.Box, urlPolicy: cfg.CheckURL, now: cfg.Now, maxEndpoints: cfg.MaxEndpointsPerTenant}
+	if err := cfg.PolicyBounds.Check(); err != nil {
+		return nil, fmt.Errorf("store: Config.PolicyBounds: %w", err)
+	}
+	s := &Store{pool: pool, box: cfg.Box, urlPolicy: cfg.CheckURL, now: cfg.Now, maxEndpoints: cfg.MaxEndpointsPerTenant,
+		bounds: cfg.PolicyBounds.WithDefaults()}
 	if s.now == nil {
 		s.now = time.Now
 	}

@@ -26,6 +26,7 @@ import (
 	"github.com/heraldhq/herald/internal/ssrf"
 	"github.com/heraldhq/herald/limits"
 	"github.com/heraldhq/herald/portal"
+	"github.com/heraldhq/herald/schedule"
 	"github.com/heraldhq/herald/store"
 )
 
@@ -72,6 +73,7 @@ type settings struct {
 	keyCacheTTL       time.Duration
 	maxBatchBodyBytes int64
 	pprofAddr         string
+	endpointBounds    schedule.Bounds
 }
 
 func (s *settings) register(fs *flagenv.FlagSet) {
@@ -96,6 +98,7 @@ func (s *settings) register(fs *flagenv.FlagSet) {
 	fs.StringVar(&s.metricsToken, "metrics-token", "", "bearer token that /metrics requires; empty serves /metrics without authentication")
 	fs.Env("metrics-token", "HERALD_METRICS_TOKEN")
 	fs.LimitsVar(&s.limits)
+	fs.EndpointBoundsVar(&s.endpointBounds)
 	fs.BoolVar(&s.queueDashboard, "queue-dashboard", false, "serve River UI, the queue dashboard, at "+api.QueueDashboardPath+"/ to operators (an operator API key)")
 	fs.Env("queue-dashboard", "HERALD_QUEUE_DASHBOARD")
 	fs.StringVar(&s.frameAncestors, "portal-frame-ancestors", "", "comma-separated `origins` whose pages may embed the portal in a frame, like https://app.example.com; empty lets none. Over TLS the portal's cookies then work inside the frame (SameSite=None; Secure; Partitioned)")
@@ -174,7 +177,8 @@ func run(args []string) error {
 			return fmt.Errorf("--bootstrap-key: %w", err)
 		}
 	}
-	st, err := store.New(pool, store.Config{Box: box, CheckURL: guard.CheckURL, MaxEndpointsPerTenant: s.limits.MaxEndpointsPerTenant})
+	st, err := store.New(pool, store.Config{Box: box, CheckURL: guard.CheckURL, MaxEndpointsPerTenant: s.limits.MaxEndpointsPerTenant,
+		PolicyBounds: s.endpointBounds})
 	if err != nil {
 		return err
 	}

@@ -103,6 +103,7 @@ func run(args []string) error {
 			Secrets:                st,
 			Policy:                 s.policy,
 			Timeout:                s.timeout,
+			EndpointBounds:         s.endpointBounds,
 			MaxInflightPerEndpoint: s.maxInflight,
 			MaxInflightPerTenant:   s.tenantInflight,
 			OrderedHeadLimit:       s.headLimit,

@@ -104,6 +104,8 @@ func (b *testBundle) start(t *testing.T, env ...string) *process {
 		"HERALD_POLL_INTERVAL=100ms",
 		"HERALD_DELIVERY_TIMEOUT=1s",
 		"HERALD_RESCUE_STUCK_AFTER=3s",
+		// Endpoint timeouts up to 1 s keep the job timeout (2 s) below it.
+		"HERALD_ENDPOINT_MAX_TIMEOUT=1s",
 		"HERALD_MAX_CONNS=5",
 	)
 	p.cmd.Env = append(p.cmd.Env, env...)
@@ -286,6 +288,7 @@ func TestBadSettingsAreNamed(t *testing.T) {
 		{args: []string{"--workers", "0"}, want: "--workers must be at least 1"},
 		{env: []string{"HERALD_RECONCILE_INTERVAL=0s"}, want: "--reconcile-interval must be positive, got 0s"},
 		{args: []string{"--timeout", "2m"}, want: "RescueStuckJobsAfter (3s) must exceed the job timeout (4m0s"},
+		{args: []string{"--endpoint-max-timeout", "2m"}, want: "the longest endpoint timeout is 2m0s; give one from 1s to 1m0s"},
 		{env: []string{"HERALD_SECRET_KEY="}, want: "HERALD_SECRET_KEY is empty"},
 		{env: []string{"HERALD_DISABLE_AFTER=5d"}, want: `HERALD_DISABLE_AFTER="5d" is not a duration`},
 		{env: []string{"HERALD_ALLOW_CIDRS=localhost"}, want: `allow-list entry "localhost" is not a CIDR range`},
@@ -294,7 +297,7 @@ func TestBadSettingsAreNamed(t *testing.T) {
 	} {
 		cmd := exec.Command(binary, tt.args...)
 		cmd.Env = append(os.Environ(), "HERALD_DATABASE_URL="+b.url, "HERALD_SECRET_KEY="+b.key,
-			"HERALD_RESCUE_STUCK_AFTER=3s", "HERALD_MIGRATE=false")
+			"HERALD_RESCUE_STUCK_AFTER=3s", "HERALD_ENDPOINT_MAX_TIMEOUT=1s", "HERALD_MIGRATE=false")
 		cmd.Env = append(cmd.Env, tt.env...)
 		out, err := cmd.CombinedOutput()
 		var exit *exec.ExitError
@@ -317,6 +320,7 @@ func TestHelpListsEverySetting(t *testing.T) {
 		"HERALD_MAX_INFLIGHT_PER_ENDPOINT", "HERALD_RESCUE_STUCK_AFTER", "HERALD_RECONCILE_INTERVAL", "HERALD_SHUTDOWN_GRACE", "HERALD_RETRY_BASE",
 		"HERALD_RETRY_CAP", "HERALD_RETRY_WINDOW", "HERALD_MAX_RETRY_AFTER", "HERALD_ALLOW_CIDRS", "HERALD_SECRET_KEY",
 		"HERALD_DISABLE_AFTER", "HERALD_FAILING_WARNING_AFTER", "HERALD_OPS_TENANT", "HERALD_METRICS_ADDR",
+		"HERALD_ENDPOINT_MAX_TIMEOUT", "HERALD_ENDPOINT_MIN_RETRY_BASE", "HERALD_ENDPOINT_MAX_RETRY_CAP", "HERALD_ENDPOINT_MAX_RETRY_WINDOW",
 		"HERALD_EGRESS_PROXY", "HERALD_CERTIFICATE_WARNING",
 	} {
 		require.Contains(t, string(out), want)

@@ -38,6 +38,7 @@ type settings struct {
 	partitionInterval time.Duration
 	retention         time.Duration
 	policy            schedule.Policy
+	endpointBounds    schedule.Bounds
 	logFormat         flagenv.LogFormat
 }
 
@@ -84,7 +85,7 @@ func (s *settings) register(fs *flagenv.FlagSet) {
 		"attempts of one tenant this process runs at once, unless the tenant has its own (PATCH /v1/tenants/{id} limits.max_inflight); more wait without holding a worker; 0 means half of --workers")
 	fs.Env("max-inflight-per-tenant", "HERALD_MAX_INFLIGHT_PER_TENANT")
 	fs.DurationVar(&s.rescueAfter, "rescue-stuck-after", dispatcher.DefaultRescueStuckJobsAfter,
-		"run a delivery again when its dispatcher has not finished it after this long (it died); must exceed twice --timeout")
+		"run a delivery again when its dispatcher has not finished it after this long (it died); must exceed twice the longer of --timeout and --endpoint-max-timeout")
 	fs.Env("rescue-stuck-after", "HERALD_RESCUE_STUCK_AFTER")
 	fs.DurationVar(&s.reconcile, "reconcile-interval", dispatcher.DefaultReconcileInterval,
 		"how often one dispatcher gives a new job to pending deliveries whose job ended without settling them (discarded, cancelled)")
@@ -114,6 +115,7 @@ func (s *settings) register(fs *flagenv.FlagSet) {
 	fs.DurationVar(&s.policy.MaxRetryAfter, "max-retry-after", schedule.DefaultMaxRetryAfter,
 		"longest wait a receiver's Retry-After can impose; negative ignores Retry-After")
 	fs.Env("max-retry-after", "HERALD_MAX_RETRY_AFTER")
+	fs.EndpointBoundsVar(&s.endpointBounds)
 
 	fs.DurationVar(&s.partitionInterval, "partition-interval", retention.DefaultInterval,
 		"time range of each new partition of history (messages, deliveries, attempts), aligned to UTC midnight for a day; at least 1m")
@@ -140,6 +142,9 @@ func (s *settings) check() error {
 		if p.value <= 0 {
 			errs = append(errs, fmt.Errorf("%s must be positive, got %s", p.flag, p.value))
 		}
+	}
+	if err := s.endpointBounds.Check(); err != nil {
+		errs = append(errs, fmt.Errorf("--endpoint-*: %w", err))
 	}
 	if s.tenantInflight < 0 {
 		errs = append(errs, fmt.Errorf("--max-inflight-per-tenant must not be negative (0 means half of --workers), got %d", s.tenantInflight))

@@ -1,11 +1,14 @@
 package bench
 
 import (
+	"encoding/json"
 	"testing"
 	"time"
 
 	"github.com/google/uuid"
 	"github.com/stretchr/testify/require"
+
+	"github.com/heraldhq/herald/filter"
 )
 
 func TestSummariseNearestRank(t *testing.T) {
@@ -73,6 +76,36 @@ func TestExpectedDeliveries(t *testing.T) {
 
 	fanout := Scenario{EndpointsPerTenant: 100, Rate: 20, Duration: 30 * time.Second}
 	require.Equal(t, 600*100, expectedDeliveries(fanout, endpointSpecs(fanout, false)))
+
+	filtered, ok := find("filtered")
+	require.True(t, ok)
+	require.Equal(t, 12_000*5, expectedDeliveries(filtered, endpointSpecs(filtered, false)))
+	require.Equal(t, 200, int(float64(filtered.Shrunk(200).events())*filtered.deliveriesPerEvent()))
+}
+
+// The filtered scenario's endpoint filters take the events filterBucket
+// says, a tenth each, judged by package filter on the body producers send.
+func TestFilteredEndpointFiltersTakeATenth(t *testing.T) {
+	t.Parallel()
+	p := &producers{tenants: []string{"t"}}
+	for e := range filterBuckets {
+		f, err := filter.Parse(filteredEndpointFilter(e))
+		require.NoError(t, err)
+		matched := 0
+		for i := range 1000 {
+			m := p.event(int64(i))
+			body, err := json.Marshal(map[string]any{"type": m.Type, "data": m.Data})
+			require.NoError(t, err)
+			doc, err := filter.Decode(body)
+			require.NoError(t, err)
+			passes := f.Match(doc)
+			require.Equal(t, filterBucket(i) == e, passes, "endpoint %d, event %d", e, i)
+			if passes {
+				matched++
+			}
+		}
+		require.Equal(t, 100, matched, "endpoint %d", e)
+	}
 }
 
 func TestShrunk(t *testing.T) {

@@ -196,7 +196,7 @@ func TestSelect(t *testing.T) {
 	require.Equal(t, "burst", two[1].Name)
 
 	_, err = bench.Select("steady,bursty")
-	require.ErrorContains(t, err, `unknown scenario "bursty"; choose from baseline, burst, ordered, steady, ordered-steady, fanout, isolation, noisy-tenant, noisy-tenant-shared, failing, sql-publish, http-burst, http-batch, http-steady-50, http-steady-1000, aged, or all`)
+	require.ErrorContains(t, err, `unknown scenario "bursty"; choose from baseline, burst, ordered, steady, ordered-steady, fanout, filtered, isolation, noisy-tenant, noisy-tenant-shared, failing, sql-publish, http-burst, http-batch, http-steady-50, http-steady-1000, aged, or all`)
 }
 
 func TestScratchDatabasesRefuseARealDatabase(t *testing.T) {

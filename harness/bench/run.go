@@ -366,7 +366,7 @@ func (r *runner) heraldOn(ctx context.Context, st *stage, s Scenario, hang bool,
 	res.DispatcherCPUSeconds = usage.CPU.Seconds()
 	res.DispatcherPeakRSSMB = float64(usage.PeakRSS) / (1 << 20)
 	res.Writes = writes
-	if created := float64(s.events() * s.endpointsPerTenant()); created > 0 {
+	if created := float64(s.events()) * s.deliveriesPerEvent(); created > 0 {
 		res.CPUPerDeliveryMS = (res.DispatcherCPUSeconds + res.APICPUSeconds + res.PostgresCPUSeconds) * 1000 / created
 		res.RowsPerDelivery = float64(writes.Rows()) / created
 		res.WALBytesPerDelivery = float64(writes.WALBytes) / created
@@ -423,10 +423,22 @@ func endpointSpecs(s Scenario, hang bool) []endpointSpec {
 
 // expectedDeliveries counts the deliveries to measured endpoints: event i
 // goes to tenant i mod tenants, whose endpoints are the consecutive block
-// of endpointsPerTenant starting at tenant·endpointsPerTenant.
+// of endpointsPerTenant starting at tenant·endpointsPerTenant (in a
+// Filtered scenario, those of them whose filter it passes).
 func expectedDeliveries(s Scenario, specs []endpointSpec) int {
 	tenants, per, events := s.tenants(), s.endpointsPerTenant(), s.events()
 	total := 0
+	if s.Filtered {
+		for i := range events {
+			t := i % tenants
+			for e := range per {
+				if specs[t*per+e].measured && e%filterBuckets == filterBucket(i) {
+					total++
+				}
+			}
+		}
+		return total
+	}
 	for t := range tenants {
 		measured := 0
 		for e := range per {
@@ -479,7 +491,11 @@ func createEndpoints(ctx context.Context, url, key string, s Scenario, urls []st
 			return nil, "", err
 		}
 		for e := range s.endpointsPerTenant() {
-			_, err := st.CreateEndpoint(ctx, store.NewEndpoint{TenantID: tenants[t], URL: urls[t*s.endpointsPerTenant()+e], Ordering: s.Ordering, EventTypes: types})
+			n := store.NewEndpoint{TenantID: tenants[t], URL: urls[t*s.endpointsPerTenant()+e], Ordering: s.Ordering, EventTypes: types}
+			if s.Filtered {
+				n.Filter = filteredEndpointFilter(e)
+			}
+			_, err := st.CreateEndpoint(ctx, n)
 			if err != nil {
 				return nil, "", err
 			}

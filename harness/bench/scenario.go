@@ -72,10 +72,31 @@ type Scenario struct {
 	Objects int
 	// Ordering is the endpoints' ordering. Empty means store.OrderingNone.
 	Ordering store.Ordering
+	// Filtered gives endpoint e of each tenant the filter
+	// filteredEndpointFilter(e), which a tenth of the events pass: an event
+	// then makes a tenth of EndpointsPerTenant deliveries (a multiple of
+	// filterBuckets).
+	Filtered bool
 	// Noisy, when set, adds a noisy tenant (see Noisy). The scenario then
 	// runs twice: first as a control without it, then with it.
 	Noisy *Noisy
 }
+
+// filterBuckets is how many slices the Filtered scenarios cut events into
+// by amount: an endpoint's filter takes one slice.
+const filterBuckets = 10
+
+// filteredEndpointFilter is the filter of endpoint e of a tenant in a
+// Filtered scenario: events whose amount is in the (e mod filterBuckets)th
+// hundred above 4200, a tenth of them (see producers.event).
+func filteredEndpointFilter(e int) string {
+	low := 4200 + 100*(e%filterBuckets)
+	return fmt.Sprintf("data.amount >= %d and data.amount < %d", low, low+100)
+}
+
+// filterBucket is the slice of event i, which the endpoints e with e mod
+// filterBuckets equal to it receive.
+func filterBucket(i int) int { return i % 1000 / 100 }
 
 // DefaultLoadClients is how many requests a load generator keeps in
 // flight: 32.
@@ -135,6 +156,15 @@ var Scenarios = []Scenario{
 		Rate:               20,
 		Duration:           30 * time.Second,
 		Warmup:             5 * time.Second,
+	},
+	{
+		Name:               "filtered",
+		About:              "fanout's 2,000 deliveries/s through filters: 400 events/s for 30 s to 50 endpoints, each filtering for a tenth of them",
+		EndpointsPerTenant: 50,
+		Rate:               400,
+		Duration:           30 * time.Second,
+		Warmup:             5 * time.Second,
+		Filtered:           true,
 	},
 	{
 		Name:     "isolation",
@@ -259,7 +289,7 @@ func (s Scenario) Shrunk(n int) Scenario {
 		}
 		return s
 	}
-	total := s.events() * s.endpointsPerTenant()
+	total := int(float64(s.events()) * s.deliveriesPerEvent())
 	if n <= 0 || n >= total {
 		return s
 	}
@@ -288,8 +318,16 @@ func (s Scenario) events() int {
 
 func (s Scenario) tenants() int            { return max(s.Tenants, 1) }
 func (s Scenario) endpointsPerTenant() int { return max(s.EndpointsPerTenant, 1) }
-func (s Scenario) eventsPerTx() int        { return max(s.EventsPerTx, 1) }
-func (s Scenario) perRequest() int         { return max(s.PerRequest, 1) }
+
+// deliveriesPerEvent is how many deliveries an event makes on average.
+func (s Scenario) deliveriesPerEvent() float64 {
+	if s.Filtered {
+		return float64(s.endpointsPerTenant()) / filterBuckets
+	}
+	return float64(s.endpointsPerTenant())
+}
+func (s Scenario) eventsPerTx() int { return max(s.EventsPerTx, 1) }
+func (s Scenario) perRequest() int  { return max(s.PerRequest, 1) }
 func (s Scenario) clients() int {
 	if s.Clients > 0 {
 		return s.Clients

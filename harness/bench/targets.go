@@ -2,7 +2,7 @@ package bench
 
 import "fmt"
 
-// Target is one goal of issues 9, 20 and 21 and whether the run met it.
+// Target is one goal of issues 9, 19, 20 and 21 and whether the run met it.
 type Target struct {
 	Name string `json:"name"`
 	Want string `json:"want"`
@@ -40,6 +40,9 @@ const (
 	targetBatchOverSingle = 10.0
 	targetHTTPDelivered   = 0.8
 	targetTrickleCPURatio = 2.0
+	// The filtered scenario's (issue 19): filters at fan-out keep 80% of
+	// fanout's deliveries/s.
+	targetFilteredOfFanout = 0.8
 )
 
 // isolationControl names the isolation run without hanging endpoints.
@@ -97,6 +100,17 @@ func evaluate(r Report) []Target {
 			Got:  fmt.Sprintf("%.1f ms at %.0f events/s", steady.Latency.P99, steady.PublishPerSecond),
 			Met: steady.Latency.P99 < targetOrderedSteadyP99 && steady.Latency.Count > 0 &&
 				steady.PublishPerSecond >= 0.95*targetSteadyRate && steady.Problem == "",
+		})
+	}
+	fanout, ok1 := r.result("fanout")
+	filtered, ok2 := r.result("filtered")
+	if ok1 && ok2 && fanout.DeliveredPerSecond > 0 {
+		share := filtered.DeliveredPerSecond / fanout.DeliveredPerSecond
+		out = append(out, Target{
+			Name: "filtered deliveries/s vs fanout",
+			Want: fmt.Sprintf("≥ %.0f%% of %.0f deliveries/s", targetFilteredOfFanout*100, fanout.DeliveredPerSecond),
+			Got:  fmt.Sprintf("%.0f deliveries/s (%.0f%%)", filtered.DeliveredPerSecond, share*100),
+			Met:  share >= targetFilteredOfFanout && filtered.Problem == "" && fanout.Problem == "",
 		})
 	}
 	isolation, ok1 := r.result("isolation")

@@ -60,6 +60,10 @@ func dispatcherArgs(cfg Config, databaseURL string) []string {
 		"--max-inflight-per-endpoint", strconv.Itoa(cfg.Workers),
 		"--poll-interval", pollInterval.String(),
 		"--timeout", cfg.SenderTimeout.String(),
+		// The run's endpoints keep the global timeout; the shortest bound
+		// keeps the job timeout (twice the longer of the two) below
+		// --rescue-stuck-after.
+		"--endpoint-max-timeout", "1s",
 		"--rescue-stuck-after", cfg.RescueAfter.String(),
 		"--retry-base", cfg.RetryBase.String(),
 		"--retry-cap", cfg.RetryCap.String(),
