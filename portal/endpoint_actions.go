@@ -176,7 +176,7 @@ func (p *Portal) newEndpoint(w http.ResponseWriter, r *http.Request, s *session)
 
 func (p *Portal) createEndpoint(w http.ResponseWriter, r *http.Request, s *session) error {
 	form := readEndpointForm(r)
-	timeout, bad := form.timeout()
+	timeout, retry, bad := form.policy()
 	if bad != nil {
 		return p.renderEndpointForm(w, r, s, http.StatusUnprocessableEntity, formRefused(endpointFormPage{Form: form}, bad))
 	}
@@ -193,6 +193,7 @@ func (p *Portal) createEndpoint(w http.ResponseWriter, r *http.Request, s *sessi
 			Filter:      form.Filter,
 			Headers:     form.headers(),
 			Timeout:     timeout,
+			RetryPolicy: retry,
 		})
 		if err != nil {
 			return err
@@ -244,14 +245,15 @@ func (p *Portal) updateEndpoint(w http.ResponseWriter, r *http.Request, s *sessi
 	}
 	form := readEndpointForm(r)
 	types, channels, headers := form.subscription(), form.channels(), form.headers()
-	// A timeout the form refuses is answered as the store's refusals are,
+	// A timeout or retry policy the form refuses is answered as the
+	// store's refusals are,
 	// with the endpoint's current credentials shown.
-	if timeout, bad := form.timeout(); bad != nil {
+	if timeout, retry, bad := form.policy(); bad != nil {
 		err = bad
 	} else {
 		err = pgx.BeginFunc(r.Context(), p.pool, func(tx pgx.Tx) error {
 			_, err := p.store.UpdateEndpointTx(r.Context(), tx, e.ID, store.EndpointUpdate{URL: &form.URL, Description: &form.Description, EventTypes: &types,
-				Channels: &channels, Filter: &form.Filter, Headers: &headers, Timeout: &timeout})
+				Channels: &channels, Filter: &form.Filter, Headers: &headers, Timeout: &timeout, RetryPolicy: &retry})
 			if err != nil {
 				return err
 			}

@@ -8,6 +8,7 @@ import (
 	"regexp"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/google/uuid"
 	"github.com/stretchr/testify/require"
@@ -149,4 +150,52 @@ func TestAnotherTenantsEndpointCannotBeChanged(t *testing.T) {
 	require.NoError(t, err)
 	require.True(t, e.Enabled)
 	require.Equal(t, "https://tenant-a.example.com/hooks", e.URL)
+}
+
+// The endpoint form sets, shows and clears the endpoint's own retry
+// policy, and refuses a policy that is not a number or that the store
+// refuses, at the form's retry fields.
+func TestEndpointRetryPolicyThroughTheForm(t *testing.T) {
+	t.Parallel()
+	b := setup(t)
+	b.fixture(t, "acme")
+	br := b.signIn(t, "acme")
+	token := br.csrf()
+	ctx := context.Background()
+
+	resp := br.post("/portal/endpoints", url.Values{"csrf": {token}, "url": {"http://127.0.0.1:9/retries"},
+		"retry_window_hours": {"1.5"}, "retry_base_seconds": {"2"}, "retry_cap_seconds": {"60"}})
+	require.Equal(t, http.StatusSeeOther, resp.StatusCode, resp.body)
+	id := uuid.MustParse(regexp.MustCompile(`[0-9a-f-]{36}`).FindString(resp.Header.Get("Location")))
+	e, err := b.store.GetEndpoint(ctx, id)
+	require.NoError(t, err)
+	require.Equal(t, 90*time.Minute, e.RetryPolicy.Window)
+	require.Equal(t, 2*time.Second, e.RetryPolicy.Base)
+	require.Equal(t, time.Minute, e.RetryPolicy.Cap)
+
+	edit := br.get("/portal/endpoints/" + id.String() + "/edit")
+	require.Equal(t, http.StatusOK, edit.StatusCode, edit.body)
+	require.Contains(t, edit.body, `name="retry_window_hours" type="number" min="0" step="any" inputmode="decimal" value="1.5"`)
+	require.Contains(t, edit.body, `name="retry_cap_seconds" type="number" min="0" step="any" inputmode="decimal" value="60"`)
+
+	for name, tc := range map[string]struct {
+		form url.Values
+		want string
+	}{
+		"not a number":   {url.Values{"retry_window_hours": {"soon"}}, `&#34;Retry for&#34; (hours) must be a positive number`},
+		"cap below base": {url.Values{"retry_base_seconds": {"30"}, "retry_cap_seconds": {"10"}}, "below base"},
+	} {
+		tc.form.Set("csrf", token)
+		tc.form.Set("url", "http://127.0.0.1:9/retries")
+		resp := br.post("/portal/endpoints/"+id.String(), tc.form)
+		require.Equal(t, http.StatusUnprocessableEntity, resp.StatusCode, name)
+		require.Contains(t, resp.body, tc.want, name)
+		require.Contains(t, resp.body, `id="retry-error"`, name)
+	}
+
+	resp = br.post("/portal/endpoints/"+id.String(), url.Values{"csrf": {token}, "url": {"http://127.0.0.1:9/retries"}})
+	require.Equal(t, http.StatusSeeOther, resp.StatusCode, resp.body)
+	e, err = b.store.GetEndpoint(ctx, id)
+	require.NoError(t, err)
+	require.Zero(t, e.RetryPolicy, "empty fields go back to the dispatcher's policy")
 }

@@ -33,7 +33,11 @@ type optionsForm struct {
 	// Timeout is the request timeout in seconds; empty means the
 	// dispatcher's.
 	Timeout string
-	Headers []headerRow
+	// RetryWindow (hours), RetryBase and RetryCap (seconds) are the
+	// endpoint's retry policy (store.RetryPolicy); an empty one means
+	// the dispatcher's.
+	RetryWindow, RetryBase, RetryCap string
+	Headers                          []headerRow
 }
 
 func readOptionsForm(r *http.Request) optionsForm {
@@ -41,6 +45,10 @@ func readOptionsForm(r *http.Request) optionsForm {
 		Filter:   strings.TrimSpace(r.PostFormValue("filter")),
 		Channels: r.PostFormValue("channels"),
 		Timeout:  strings.TrimSpace(r.PostFormValue("timeout_seconds")),
+
+		RetryWindow: strings.TrimSpace(r.PostFormValue("retry_window_hours")),
+		RetryBase:   strings.TrimSpace(r.PostFormValue("retry_base_seconds")),
+		RetryCap:    strings.TrimSpace(r.PostFormValue("retry_cap_seconds")),
 	}
 	for i := range store.MaxEndpointHeaders {
 		n := strconv.Itoa(i)
@@ -65,6 +73,9 @@ func optionsFormFor(e store.Endpoint) optionsForm {
 	if e.Timeout > 0 {
 		f.Timeout = strconv.FormatInt(int64(e.Timeout/time.Second), 10)
 	}
+	f.RetryWindow = formatIn(e.RetryPolicy.Window, time.Hour)
+	f.RetryBase = formatIn(e.RetryPolicy.Base, time.Second)
+	f.RetryCap = formatIn(e.RetryPolicy.Cap, time.Second)
 	for i, h := range e.Headers {
 		row := headerRow{Index: i, Name: h.Name, Value: h.Value, Secret: h.Secret, Stored: h.Secret}
 		if h.Secret {
@@ -109,15 +120,51 @@ func (f optionsForm) headers() []store.EndpointHeader {
 	return out
 }
 
-// timeout is the typed timeout; a problem for the form when it is not a
-// whole number of seconds.
-func (f optionsForm) timeout() (time.Duration, *store.ValidationError) {
-	if f.Timeout == "" {
-		return 0, nil
+// formatIn writes d in unit, up to three decimals ("1.5"); empty for
+// zero, the dispatcher's default.
+func formatIn(d, unit time.Duration) string {
+	if d <= 0 {
+		return ""
 	}
-	n, err := strconv.Atoi(f.Timeout)
-	if err != nil || n < 0 {
-		return 0, &store.ValidationError{Field: "timeout_seconds", Problem: "must be a whole number of seconds, such as 30; leave it empty for the default"}
+	return strconv.FormatFloat(float64(d)/float64(unit), 'f', -1, 64)
+}
+
+// policy is the typed timeout and retry policy; a problem for the form
+// when one is not a number. Their bounds are the store's to check.
+func (f optionsForm) policy() (time.Duration, store.RetryPolicy, *store.ValidationError) {
+	if f.Timeout != "" {
+		if n, err := strconv.Atoi(f.Timeout); err != nil || n < 0 {
+			return 0, store.RetryPolicy{}, &store.ValidationError{Field: "timeout_seconds", Problem: "must be a whole number of seconds, such as 30; leave it empty for the default"}
+		}
 	}
-	return time.Duration(n) * time.Second, nil
+	timeout, _ := parseIn(f.Timeout, time.Second)
+	var p store.RetryPolicy
+	for _, v := range []struct {
+		text, what, example string
+		unit                time.Duration
+		to                  *time.Duration
+	}{
+		{f.RetryWindow, `"Retry for" (hours)`, "72", time.Hour, &p.Window},
+		{f.RetryBase, `"First retry within" (seconds)`, "5", time.Second, &p.Base},
+		{f.RetryCap, `"Longest wait between retries" (seconds)`, "3600", time.Second, &p.Cap},
+	} {
+		d, ok := parseIn(v.text, v.unit)
+		if !ok {
+			return 0, store.RetryPolicy{}, &store.ValidationError{Field: "retry_policy", Problem: v.what + " must be a positive number, such as " + v.example + "; leave it empty for the default"}
+		}
+		*v.to = d
+	}
+	return timeout, p, nil
+}
+
+// parseIn reads text as a non-negative number of unit; empty is zero.
+func parseIn(text string, unit time.Duration) (time.Duration, bool) {
+	if text == "" {
+		return 0, true
+	}
+	n, err := strconv.ParseFloat(text, 64)
+	if err != nil || n < 0 || n > float64(1<<62)/float64(unit) {
+		return 0, false
+	}
+	return time.Duration(n * float64(unit)), true
 }
