@@ -198,14 +198,11 @@ func run(args []string, stdout, stderr io.Writer) error {
 	if err := runreport.Write(stdout, text.Bytes(), *out, "--out"); err != nil {
 		return err
 	}
-	if len(report.Problems) > 0 {
-		fmt.Fprintf(stderr, "chaos: dispatcher logs in %s\n", setup.LogDir)
+	failed, err := runreport.Conclude(stderr, "chaos", len(report.Problems), setup.LogDir, *logDir != "")
+	if failed {
 		return errProblems
 	}
-	if *logDir == "" {
-		return os.RemoveAll(setup.LogDir)
-	}
-	return nil
+	return err
 }
 
 // chooseOutage turns --postgres (checked already) into the run's outage;

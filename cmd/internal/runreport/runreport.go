@@ -30,3 +30,18 @@ func Write(stdout io.Writer, text []byte, dir, flag string) error {
 	}
 	return nil
 }
+
+// Conclude ends a run whose report is written: when it found problems it
+// names logDir, where the dispatchers' logs stay, on stderr and reports
+// failed; otherwise it removes logDir unless keep (the caller asked for
+// the logs with --log-dir).
+func Conclude(stderr io.Writer, program string, problems int, logDir string, keep bool) (failed bool, err error) {
+	if problems > 0 {
+		fmt.Fprintf(stderr, "%s: dispatcher logs in %s\n", program, logDir)
+		return true, nil
+	}
+	if keep {
+		return false, nil
+	}
+	return false, os.RemoveAll(logDir)
+}
