@@ -11,60 +11,45 @@ import (
 	"github.com/heraldhq/herald/outbox"
 )
 
-// fanOutLoop drains the outbox until ctx ends: it runs fan-out
-// transactions while they find full batches, then sleeps until a publish
-// notifies it or PollInterval passes.
+// fanOutLoop leads the fan-out until ctx ends: it waits to become the
+// fan-out leader (leader.go), then runs fan-out transactions while they
+// find full batches and sleeps until a publish notifies it or
+// PollInterval passes, until its lock connection fails; then it tries to
+// lead again.
 func (d *Dispatcher) fanOutLoop(ctx context.Context) {
 	for ctx.Err() == nil {
-		l, err := d.listen(ctx)
+		l, err := d.lead(ctx)
 		if err != nil {
-			if ctx.Err() == nil {
-				d.logger.ErrorContext(ctx, "listen for published messages; polling until it works", "channel", outbox.NotifyChannel, "error", err)
-			}
-			d.drain(ctx)
-			sleep(ctx, d.pollInterval)
-			continue
+			return
 		}
 		d.drainAndWait(ctx, l)
 		l.close(ctx)
+		if ctx.Err() == nil {
+			d.logger.WarnContext(ctx, "no longer leading the fan-out; another dispatcher may take it over")
+		}
 	}
 }
 
-// The fan-out's LISTEN connection. A connection that died without closing
-// waits for notifications in silence, so one that has been silent for
-// listenerPingInterval is pinged: a dead one is noticed within
-// listenerPingInterval + listenerTimeout, however long PollInterval, and
-// the fan-out listens again on a new one. River's own listener does the
-// same, at the same interval.
+// The fan-out leader's lock connection, which also LISTENs. A connection
+// that died without closing waits for notifications in silence, so one
+// that has been silent for listenerPingInterval is pinged: a dead one is
+// noticed within listenerPingInterval + listenerTimeout, however long
+// PollInterval, and the dispatcher gives up leading and tries again. River's
+// own listener pings at the same interval.
 const (
 	listenerPingInterval = 5 * time.Second
-	// listenerTimeout bounds connecting and subscribing, a ping, and
+	// listenerTimeout bounds taking the lock and subscribing, a ping, and
 	// closing.
 	listenerTimeout = 10 * time.Second
 )
 
-// listener is a connection subscribed to outbox.NotifyChannel.
+// listener is the fan-out leader's connection: it holds leaderLockKey and
+// is subscribed to outbox.NotifyChannel.
 type listener struct {
 	conn *pgx.Conn
 	// heard is when the connection last showed it was alive: a
 	// notification or a ping's answer.
 	heard time.Time
-}
-
-// listen opens a connection of its own (a pooled one would carry the
-// LISTEN back into the pool) and subscribes it to outbox.NotifyChannel.
-func (d *Dispatcher) listen(ctx context.Context) (*listener, error) {
-	ctx, cancel := context.WithTimeout(ctx, listenerTimeout)
-	defer cancel()
-	conn, err := pgx.ConnectConfig(ctx, d.pool.Config().ConnConfig)
-	if err != nil {
-		return nil, err
-	}
-	if _, err := conn.Exec(ctx, "LISTEN "+outbox.NotifyChannel); err != nil {
-		_ = conn.Close(context.WithoutCancel(ctx))
-		return nil, err
-	}
-	return &listener{conn: conn, heard: time.Now()}, nil
 }
 
 // wait waits up to wait for a notification and says whether one came. It
