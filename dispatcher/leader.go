@@ -2,6 +2,7 @@ package dispatcher
 
 import (
 	"context"
+	"strconv"
 	"time"
 
 	"github.com/heraldhq/herald/outbox"
@@ -16,13 +17,16 @@ import (
 // process rather than every replica, and a follower holds no connection of
 // its own.
 //
-// The lock lives as long as the leader's session: a leader that stops,
-// crashes or is killed loses it when Postgres sees its connection close, and
-// a follower takes it at its next try, within PollInterval. A leader whose
-// host vanished without closing its connection keeps it until Postgres's
-// keepalive probes on that session fail (leaderSessionSettings). While a
-// leader is cut off, its pooled connections may still work, and it drains
-// until its lock connection's ping fails (listenerPingInterval +
+// The lock lives as long as the leader's session. A leader that stops,
+// crashes or is killed loses it when Postgres sees its connection close,
+// and a follower takes it at its next try, within PollInterval. A leader
+// that stopped talking without closing (its host vanished, the network or
+// a proxy between it and Postgres went silent) loses it when Postgres ends
+// its session for having sent nothing for leaderIdleTimeout
+// (idle_session_timeout on that session; the leader pings every
+// listenerPingInterval, between fan-out transactions too). While a leader
+// is cut off, its pooled connections may still work, and it drains until
+// its lock connection's ping fails (listenerPingInterval +
 // listenerTimeout): two dispatchers may then fan out at once, which is
 // safe, since the claim skips messages another transaction holds (FOR
 // UPDATE SKIP LOCKED) and each (message, endpoint) pair has at most one
@@ -39,19 +43,23 @@ const leaderLockKey int64 = 0x68726c6466616e // "hrldfan" in ASCII
 // leads: application_name LIKE '%' || FanOutLeaderSuffix.
 const FanOutLeaderSuffix = " (fan-out leader)"
 
-// leaderSessionSettings name the leader's session (FanOutLeaderSuffix),
-// subscribe it to outbox.NotifyChannel and have Postgres probe its
-// connection, so that a leader whose host or network died releases the
-// lock within about 40 s (10 s idle, then three probes 10 s apart, or 30 s
-// of unacknowledged data) instead of the operating system's two hours.
-// The probes apply to TCP connections; Postgres ignores them on a Unix
-// socket, whose peer is on the same host.
-const leaderSessionSettings = `SET tcp_keepalives_idle = 10;
-SET tcp_keepalives_interval = 10;
-SET tcp_keepalives_count = 3;
-SET tcp_user_timeout = 30000;
-SELECT set_config('application_name', current_setting('application_name') || '` + FanOutLeaderSuffix + `', false);
+// leaderSession names the leader's session (FanOutLeaderSuffix) and
+// subscribes it to outbox.NotifyChannel.
+const leaderSession = `SELECT set_config('application_name', current_setting('application_name') || '` + FanOutLeaderSuffix + `', false);
 LISTEN ` + outbox.NotifyChannel
+
+// setIdleSessionTimeout sets the leader session's idle_session_timeout to
+// $1 (see leaderIdleTimeout).
+const setIdleSessionTimeout = `SELECT set_config('idle_session_timeout', $1, false)`
+
+// leaderIdleTimeout is how long Postgres lets the leader's session send
+// nothing before it ends it, releasing the lock: longer than the leader
+// can go between two pings, which is a fan-out transaction (bounded by
+// fanOutTimeout) after a ping interval, plus a ping's own bound. 45 s with
+// the default FanOutTimeout.
+func leaderIdleTimeout(fanOutTimeout time.Duration) time.Duration {
+	return fanOutTimeout + listenerPingInterval + listenerTimeout
+}
 
 // takeLeadership takes the fan-out lock if no session holds it.
 const takeLeadership = `SELECT pg_try_advisory_lock($1)`
@@ -98,10 +106,16 @@ func (d *Dispatcher) tryLead(ctx context.Context) (*listener, error) {
 		pooled.Release()
 		return nil, nil
 	}
-	l := &listener{conn: pooled.Hijack(), heard: time.Now()}
-	if _, err := l.conn.Exec(ctx, leaderSessionSettings); err != nil {
+	l := &listener{conn: pooled.Hijack()}
+	idle := strconv.FormatInt(leaderIdleTimeout(d.fanOutTimeout).Milliseconds(), 10)
+	if _, err := l.conn.Exec(ctx, setIdleSessionTimeout, idle); err != nil {
 		l.close(ctx)
 		return nil, err
 	}
+	if _, err := l.conn.Exec(ctx, leaderSession); err != nil {
+		l.close(ctx)
+		return nil, err
+	}
+	l.pinged = time.Now()
 	return l, nil
 }

@@ -70,10 +70,10 @@ func TestTwoLeadersAtOnceFanOutEachMessageOnce(t *testing.T) {
 			for {
 				select {
 				case <-published:
-					claimed[i].Add(int64(d.drain(ctx)))
+					claimed[i].Add(int64(d.drain(ctx, nil)))
 					return
 				default:
-					claimed[i].Add(int64(d.drain(ctx)))
+					claimed[i].Add(int64(d.drain(ctx, nil)))
 				}
 			}
 		})
