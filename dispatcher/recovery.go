@@ -29,8 +29,8 @@ import (
 //     PingTimeout + BrokenCloseTimeout at the most;
 //   - two polls: 2 × PollInterval.
 //
-// With cmd/dispatcher's defaults (25 connections) that is 30 + 10 + 45 +
-// 10 + 52 + 2 = 149 s, a worst case that adds up waits which in practice
+// With cmd/dispatcher's defaults (14 connections) that is 30 + 10 + 45 +
+// 10 + 30 + 2 = 127 s, a worst case that adds up waits which in practice
 // overlap: the failover test (TestDispatcherRecovers…) sees 0.3 to 14 s
 // against 32 s at its settings. Work a dead connection had claimed
 // (messages, locked rows) is released by Postgres within its
