@@ -8,8 +8,9 @@
 # fan-out claims and nothing is delivered), and reads pg_stat_database's
 # xact_commit and xact_rollback before and after (a fan-out transaction
 # that claimed nothing rolls back), and the scans of the outbox's
-# undispatched indexes (messages_undispatched*: every claim, empty or not,
-# probes them a fixed number of times, and nothing else does). It prints
+# undispatched index (messages_undispatched_tenant's partitions: every
+# claim, empty or not, probes it a fixed number of times, and nothing else
+# does). It prints
 # the database's transactions a second, commits less pgbench's own and
 # rollbacks, those index scans a second, and the connections each
 # application_name held at the end. Postgres must run on 127.0.0.1:5432 with pgbench installed.
@@ -44,7 +45,7 @@ psql -d "$db" -c "INSERT INTO herald.tenants (id) VALUES ('wakeups') ON CONFLICT
 sleep 15
 commits() { psql -c "SELECT xact_commit FROM pg_stat_database WHERE datname = '$db'"; }
 rollbacks() { psql -c "SELECT xact_rollback FROM pg_stat_database WHERE datname = '$db'"; }
-scans() { psql -d "$db" -c "SELECT coalesce(sum(idx_scan), 0) FROM pg_stat_user_indexes WHERE indexrelname LIKE 'messages%undispatched%'"; }
+scans() { psql -d "$db" -c "SELECT coalesce(sum(s.idx_scan), 0) FROM pg_stat_user_indexes s, pg_partition_tree('herald.messages_undispatched_tenant') t WHERE s.indexrelid = t.relid"; }
 c0=$(commits)
 r0=$(rollbacks)
 s0=$(scans)
@@ -62,7 +63,7 @@ c1=$(commits)
 r1=$(rollbacks)
 s1=$(scans)
 awk -v c=$((c1 - c0)) -v b=$((r1 - r0)) -v x=$((s1 - s0)) -v p="$published" -v s="$secs" -v n="$replicas" -v r="$rate" 'BEGIN {
-  printf "%d dispatchers, %d publishes/s, over %d s: %.1f transactions/s besides the %d publishes (%.1f commits/s, %.1f rollbacks/s; %.1f per dispatcher); %.1f scans/s of the undispatched indexes\n",
+  printf "%d dispatchers, %d publishes/s, over %d s: %.1f transactions/s besides the %d publishes (%.1f commits/s, %.1f rollbacks/s; %.1f per dispatcher); %.1f scans/s of the undispatched index\n",
     n, r, s, (c - p + b)/s, p, (c - p)/s, b/s, (c - p + b)/s/n, x/s }'
 psql -c "SELECT coalesce(nullif(application_name, ''), '(none)') || ': ' || count(*) FROM pg_stat_activity WHERE datname = '$db' AND pid <> pg_backend_pid() GROUP BY application_name ORDER BY 1"
 echo "load average: $(cut -d' ' -f1-3 /proc/loadavg)"
