@@ -47,7 +47,7 @@ func (f *FlagSet) DatabaseVar(d *Database, defaultMaxConns int) {
 	f.Env("database-url", database.EnvURL)
 	f.BoolVar(&d.Migrate, "migrate", DefaultMigrate, "create the database if missing and apply migrations on start")
 	f.Env("migrate", "HERALD_MIGRATE")
-	f.IntVar(&d.MaxConns, "max-conns", defaultMaxConns, "maximum database connections; 0 means max(4, CPUs)")
+	f.IntVar(&d.MaxConns, "max-conns", defaultMaxConns, "maximum pooled database connections; the program opens one more for its LISTEN, a dispatcher leading the fan-out one more for its lock (README: Replicas and database connections); 0 means max(4, CPUs)")
 	f.Env("max-conns", "HERALD_MAX_CONNS")
 
 	timeouts := []struct {
