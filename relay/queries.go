@@ -2,15 +2,51 @@ package relay
 
 const (
 	// claimOutbox takes up to $1 unrelayed messages of the source, oldest
-	// id first, along outbox_unrelayed. SKIP LOCKED: another dispatcher's
-	// relay takes the next batch meanwhile.
-	claimOutbox = `SELECT o.id, o.tenant_id, o.event_type, o.object_id, o.object_version, o.body,
-    o.idempotency_key, o.created_at, o.traceparent, o.channels
-FROM herald.outbox o
-WHERE o.relayed_at IS NULL AND o.refused IS NULL
-ORDER BY o.id
-LIMIT $1
-FOR UPDATE SKIP LOCKED`
+	// id first, along outbox_unrelayed (SKIP LOCKED: another dispatcher's
+	// relay takes the next batch meanwhile), then up to $1 more: the
+	// lower versions, still waiting, of the objects of those, along
+	// outbox_unrelayed_object. Ids are made before a publish waits for
+	// its object's row lock, so a later version may have the lower id and
+	// fall into an earlier batch. Each object's versions must reach
+	// Herald in order, which ordered delivery's gate relies on
+	// (docs/DESIGN.md, "Ordered delivery", rule 3), so a message is held
+	// back (held) while a lower version of its object waits outside the
+	// batch: claimed by another relay, which marks it only after Herald's
+	// commit, or past the second limit. The lowest waiting version of an
+	// object is never held, so every claim moves something unless another
+	// relay holds what it needs.
+	claimOutbox = `WITH first AS (
+    SELECT o.id, o.tenant_id, o.object_id, o.object_version
+    FROM herald.outbox o
+    WHERE o.relayed_at IS NULL AND o.refused IS NULL
+    ORDER BY o.id
+    LIMIT $1
+    FOR UPDATE SKIP LOCKED
+), lower AS (
+    SELECT w.id FROM herald.outbox w
+    WHERE w.id IN (
+            SELECT l.id FROM first f
+            JOIN herald.outbox l ON l.tenant_id = f.tenant_id AND l.object_id = f.object_id AND l.object_version < f.object_version
+            WHERE l.relayed_at IS NULL AND l.refused IS NULL)
+        AND w.id NOT IN (SELECT f.id FROM first f)
+    ORDER BY w.object_version
+    LIMIT $1
+    FOR UPDATE SKIP LOCKED
+), batch AS (
+    SELECT f.id FROM first f
+    UNION ALL
+    SELECT l.id FROM lower l
+)
+SELECT c.id, c.tenant_id, c.event_type, c.object_id, c.object_version, c.body,
+    c.idempotency_key, c.created_at, c.traceparent, c.channels,
+    EXISTS (
+        SELECT FROM herald.outbox w
+        WHERE w.tenant_id = c.tenant_id AND w.object_id = c.object_id AND w.object_version < c.object_version
+            AND w.relayed_at IS NULL AND w.refused IS NULL
+            AND w.id NOT IN (SELECT b.id FROM batch b)) AS held
+FROM herald.outbox c
+WHERE c.id IN (SELECT b.id FROM batch b)
+ORDER BY c.id`
 
 	// insertRelayed inserts a claimed batch into Herald's messages, keyed
 	// by id: a message relayed before (a step that died after Herald's

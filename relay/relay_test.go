@@ -5,6 +5,8 @@ import (
 	"errors"
 	"fmt"
 	"net/http"
+	"slices"
+	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -298,4 +300,42 @@ func TestParseSourceURL(t *testing.T) {
 		require.ErrorContains(t, err, want, value)
 		require.NotContains(t, err.Error(), "pw", "an error never repeats the password")
 	}
+}
+
+// An object's versions reach Herald in version order even when a later
+// version has the lower id (ids are made before a publish waits for its
+// object's lock) and the batch boundary falls between them: the later
+// version goes with the earlier one, or after it.
+func TestRelayKeepsEachObjectsVersionsInOrder(t *testing.T) {
+	t.Parallel()
+	b, ctx := setup(t)
+	p := b.publish(t, ctx, invoice(0), invoice(3)) // inv_0, versions 1 and 2
+	// Swap their ids: version 2 now sorts first.
+	_, err := b.producer.Exec(ctx, `UPDATE herald.outbox SET id = CASE WHEN id = $1 THEN $4::uuid ELSE $3::uuid END WHERE id IN ($1, $2)`,
+		p[0].ID, p[1].ID, uuid.Must(uuid.NewV7()), uuid.Must(uuid.NewV7()))
+	require.NoError(t, err)
+	var versionOrder []int
+	var mu sync.Mutex
+	r := b.newRelay(t, func(cfg *relay.Config) {
+		cfg.BatchSize = 1
+		relay.SetAfterHeraldCommit(cfg, func(_ string, ids []uuid.UUID) error {
+			mu.Lock()
+			defer mu.Unlock()
+			// One commit's versions arrive together: in order among themselves.
+			var committed []int
+			for _, id := range ids {
+				committed = append(committed, count(t, b.herald, "SELECT object_version FROM herald.messages WHERE id = $1", id))
+			}
+			slices.Sort(committed)
+			versionOrder = append(versionOrder, committed...)
+			return nil
+		})
+	})
+	run(t, r)
+	eventually(t, 10*time.Second, "both versions relayed", func() bool {
+		return count(t, b.producer, "SELECT count(*) FROM herald.outbox WHERE relayed_at IS NULL") == 0
+	})
+	mu.Lock()
+	defer mu.Unlock()
+	require.Equal(t, []int{1, 2}, versionOrder)
 }

@@ -45,36 +45,45 @@ const rollbackTimeout = 5 * time.Second
 
 // step relays one batch from s: claim on the source, insert into Herald
 // and commit, then mark on the source and commit (see the package doc).
-// It returns how many messages it claimed; fewer than the batch size
-// means the source's outbox was drained.
-func (r *Relay) step(ctx context.Context, s Source) (int, error) {
+// It returns how many messages it claimed and how many of them it
+// relayed or refused (the others were held back: see claimOutbox). A
+// claim of less than the batch size means the source's outbox was
+// drained; a claim may take up to twice the batch size.
+func (r *Relay) step(ctx context.Context, s Source) (claimed, moved int, err error) {
 	ctx, cancel := context.WithTimeout(ctx, r.stepTimeout)
 	defer cancel()
 	stx, err := s.Pool.Begin(ctx)
 	if err != nil {
-		return 0, fmt.Errorf("begin on the source: %w", err)
+		return 0, 0, fmt.Errorf("begin on the source: %w", err)
 	}
 	defer rollback(ctx, stx)
 	rows, err := stx.Query(ctx, claimOutbox, r.batchSize)
 	if err != nil {
-		return 0, fmt.Errorf("claim on the source: %w", err)
+		return 0, 0, fmt.Errorf("claim on the source: %w", err)
 	}
-	batch, err := pgx.CollectRows(rows, func(row pgx.CollectableRow) (message, error) {
-		var m message
-		err := row.Scan(&m.id, &m.tenantID, &m.eventType, &m.objectID, &m.objectVersion, &m.body,
-			&m.idempotencyKey, &m.createdAt, &m.traceparent, &m.channels)
-		return m, err
+	var (
+		batch []message
+		m     message
+		held  bool
+	)
+	_, err = pgx.ForEachRow(rows, []any{&m.id, &m.tenantID, &m.eventType, &m.objectID, &m.objectVersion, &m.body,
+		&m.idempotencyKey, &m.createdAt, &m.traceparent, &m.channels, &held}, func() error {
+		claimed++
+		if !held {
+			batch = append(batch, m)
+		}
+		return nil
 	})
 	if err != nil {
-		return 0, fmt.Errorf("claim on the source: %w", err)
+		return 0, 0, fmt.Errorf("claim on the source: %w", err)
 	}
 	if len(batch) == 0 {
-		return 0, nil
+		return claimed, 0, nil
 	}
 
 	refused, err := r.insert(ctx, s.Name, batch)
 	if err != nil {
-		return 0, err
+		return 0, 0, err
 	}
 	ids := make([]uuid.UUID, 0, len(batch))
 	for _, m := range batch {
@@ -84,7 +93,7 @@ func (r *Relay) step(ctx context.Context, s Source) (int, error) {
 	}
 	if r.afterHeraldCommit != nil {
 		if err := r.afterHeraldCommit(s.Name, ids); err != nil {
-			return 0, err
+			return 0, 0, err
 		}
 	}
 	refusedIDs := make([]uuid.UUID, 0, len(refused))
@@ -96,12 +105,12 @@ func (r *Relay) step(ctx context.Context, s Source) (int, error) {
 			"source", s.Name, "message_id", id, "problem", problem)
 	}
 	if _, err := stx.Exec(ctx, markRelayed, ids, refusedIDs, problems); err != nil {
-		return 0, fmt.Errorf("mark relayed on the source (Herald has them; the next step relays them again, inserting nothing twice): %w", err)
+		return 0, 0, fmt.Errorf("mark relayed on the source (Herald has them; the next step relays them again, inserting nothing twice): %w", err)
 	}
 	if err := stx.Commit(ctx); err != nil {
-		return 0, fmt.Errorf("commit on the source (Herald has them; the next step relays them again, inserting nothing twice): %w", err)
+		return 0, 0, fmt.Errorf("commit on the source (Herald has them; the next step relays them again, inserting nothing twice): %w", err)
 	}
-	return len(batch), nil
+	return claimed, len(batch), nil
 }
 
 // insert inserts batch into Herald's messages in a transaction of its

@@ -70,17 +70,18 @@ func (r *Relay) drainAndWait(ctx context.Context, s Source, conn *pgx.Conn, next
 	}
 }
 
-// drain runs relay steps on s until one finds less than a batch.
+// drain runs relay steps on s until one claims less than a batch, or
+// moves nothing (all held back: the next drain retries them).
 func (r *Relay) drain(ctx context.Context, s Source) {
 	for ctx.Err() == nil {
-		n, err := r.step(ctx, s)
+		claimed, moved, err := r.step(ctx, s)
 		if err != nil {
 			if ctx.Err() == nil {
 				r.logger.ErrorContext(ctx, "relay from the source", "source", s.Name, "error", err)
 			}
 			return
 		}
-		if n < r.batchSize {
+		if claimed < r.batchSize || moved == 0 {
 			return
 		}
 	}

@@ -16,7 +16,9 @@
 -- relayed_at is set by the relay once Herald has committed the message;
 -- refused says why Herald will not take it (the relay never claims it
 -- again; an operator deletes it). The relay claims along outbox_unrelayed
--- in id order, and the source's retention deletes along outbox_relayed.
+-- in id order and holds back a version whose object has a lower one
+-- waiting, found along outbox_unrelayed_object; the source's retention
+-- deletes along outbox_relayed.
 CREATE TABLE herald.outbox (
     id              uuid PRIMARY KEY,
     tenant_id       text NOT NULL,
@@ -32,6 +34,7 @@ CREATE TABLE herald.outbox (
     refused         text
 );
 CREATE INDEX outbox_unrelayed ON herald.outbox (id) WHERE relayed_at IS NULL AND refused IS NULL;
+CREATE INDEX outbox_unrelayed_object ON herald.outbox (tenant_id, object_id, object_version) WHERE relayed_at IS NULL AND refused IS NULL;
 CREATE INDEX outbox_relayed ON herald.outbox (relayed_at) WHERE relayed_at IS NOT NULL;
 
 -- One row per object, kept for the producer's life (the relay's retention
