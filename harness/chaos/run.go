@@ -116,9 +116,9 @@ func Run(ctx context.Context, cfg Config, setup Setup) (*Report, error) {
 
 // harness holds the parts of a run.
 type harness struct {
-	cfg        Config
-	logger     *slog.Logger
-	herald     *pgxpool.Pool
+	cfg    Config
+	logger *slog.Logger
+	herald *pgxpool.Pool
 	// source is the producer's database in split mode, nil otherwise;
 	// producerDB is where the producers publish and keep their table:
 	// source, or herald.
