@@ -4,8 +4,8 @@ const (
 	// claimOutbox takes up to $1 unrelayed messages of the source, oldest
 	// id first, along outbox_unrelayed (SKIP LOCKED: another dispatcher's
 	// relay takes the next batch meanwhile), then up to $1 more: the
-	// lower versions, still waiting, of the objects of those, along
-	// outbox_unrelayed_object. Ids are made before a publish waits for
+	// lower versions, still waiting, of the objects of those (the lowest
+	// 10 of each), along outbox_unrelayed_object. Ids are made before a publish waits for
 	// its object's row lock, so a later version may have the lower id and
 	// fall into an earlier batch. Each object's versions must reach
 	// Herald in order, which ordered delivery's gate relies on
@@ -24,11 +24,15 @@ const (
     FOR UPDATE SKIP LOCKED
 ), lower AS (
     SELECT w.id FROM herald.outbox w
-    WHERE w.id IN (
+    WHERE w.id = ANY (ARRAY(
             SELECT l.id FROM first f
-            JOIN herald.outbox l ON l.tenant_id = f.tenant_id AND l.object_id = f.object_id AND l.object_version < f.object_version
-            WHERE l.relayed_at IS NULL AND l.refused IS NULL)
-        AND w.id NOT IN (SELECT f.id FROM first f)
+            CROSS JOIN LATERAL (
+                SELECT l.id FROM herald.outbox l
+                WHERE l.tenant_id = f.tenant_id AND l.object_id = f.object_id AND l.object_version < f.object_version
+                    AND l.relayed_at IS NULL AND l.refused IS NULL
+                ORDER BY l.object_version
+                LIMIT 10) l))
+        AND w.id <> ALL (ARRAY(SELECT f.id FROM first f))
     ORDER BY w.object_version
     LIMIT $1
     FOR UPDATE SKIP LOCKED
@@ -45,7 +49,7 @@ SELECT c.id, c.tenant_id, c.event_type, c.object_id, c.object_version, c.body,
             AND w.relayed_at IS NULL AND w.refused IS NULL
             AND w.id NOT IN (SELECT b.id FROM batch b)) AS held
 FROM herald.outbox c
-WHERE c.id IN (SELECT b.id FROM batch b)
+WHERE c.id = ANY (ARRAY(SELECT b.id FROM batch b))
 ORDER BY c.id`
 
 	// insertRelayed inserts a claimed batch into Herald's messages, keyed
@@ -100,22 +104,27 @@ FROM unnest($2::uuid[], $3::text[]) AS r(id, problem)
 WHERE o.id = r.id`
 
 	// deleteRelayed deletes up to $2 messages relayed more than $1 seconds
-	// ago by the source's clock, along outbox_relayed.
+	// ago by the source's clock, found along outbox_relayed and deleted
+	// along the primary key (ANY of an array: a join let the planner scan
+	// the whole table).
 	deleteRelayed = `DELETE FROM herald.outbox o
-WHERE o.id IN (
+WHERE o.id = ANY (ARRAY(
     SELECT r.id FROM herald.outbox r
     WHERE r.relayed_at < now() - make_interval(secs => $1)
     ORDER BY r.relayed_at
-    LIMIT $2)`
+    LIMIT $2))`
 
 	// deleteOldKeys deletes up to $2 idempotency keys claimed before $1,
-	// along publish_idempotency_keys_created.
+	// found along publish_idempotency_keys_created and deleted by their
+	// tuple ids (a join on the key let the planner scan the whole table).
+	// A key a publish updates meanwhile has moved and is left for the
+	// next pass.
 	deleteOldKeys = `DELETE FROM herald.publish_idempotency_keys k
-WHERE (k.tenant_id, k.idempotency_key) IN (
-    SELECT o.tenant_id, o.idempotency_key FROM herald.publish_idempotency_keys o
+WHERE k.ctid = ANY (ARRAY(
+    SELECT o.ctid FROM herald.publish_idempotency_keys o
     WHERE o.created_at < $1
     ORDER BY o.created_at
-    LIMIT $2)`
+    LIMIT $2))`
 
 	// retentionHorizon is now less the global retention the dispatchers
 	// recorded in Herald's database (migrations/0035_tenant_retention.sql):
