@@ -46,9 +46,10 @@ func TestChaos(t *testing.T) {
 // their own that holds only the outbox, and the dispatchers relay it into
 // Herald's, killed (SIGKILL) with them at any point of a relay step,
 // between its two commits included; the same invariants hold, and the
-// producer's database holds nothing but the outbox.
+// producer's database holds nothing but the outbox. It does not run in
+// parallel: beside TestChaos on two shared cores, the two runs' timing
+// (the black hole waits for a dispatcher that has started) suffered.
 func TestChaosSplit(t *testing.T) {
-	t.Parallel()
 	report := runSmall(t, true)
 	require.Equal(t, report.Events, report.Relayed)
 }
