@@ -69,6 +69,13 @@ bench: build
 chaos:
 	$(GO) run ./cmd/chaos --out docs/chaos
 
+## chaos-split: the same run in split mode: the producers publish into a
+## database of their own that holds only the outbox, and the dispatchers
+## relay it into Herald's (killed with them); writes docs/chaos-split/output.txt
+.PHONY: chaos-split
+chaos-split:
+	$(GO) run ./cmd/chaos --split --out docs/chaos-split
+
 ## soak: steady traffic for 6 minutes with one-minute partitions and a
 ## retention of 2 minutes (about 8 minutes in all): prints the size curve
 ## of history, River's jobs and the database, and checks that history

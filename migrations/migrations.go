@@ -128,6 +128,13 @@ func apply(ctx context.Context, pool *pgxpool.Pool, last int) error {
 		_, _ = lockConn.Exec(context.WithoutCancel(ctx), "SELECT pg_advisory_unlock($1)", advisoryLockKey)
 	}()
 
+	var producer bool
+	if err := pool.QueryRow(ctx, producerVersionTableExists).Scan(&producer); err != nil {
+		return fmt.Errorf("migrate: %w", err)
+	}
+	if producer {
+		return ErrProducerDatabase
+	}
 	if _, err := pool.Exec(ctx, "CREATE SCHEMA IF NOT EXISTS "+Schema); err != nil {
 		return fmt.Errorf("migrate: create schema %s: %w", Schema, err)
 	}
@@ -163,6 +170,11 @@ func apply(ctx context.Context, pool *pgxpool.Pool, last int) error {
 	}
 	return nil
 }
+
+// ErrProducerDatabase means the database holds a producer's outbox of
+// split mode (package migrations/producer), which Herald's relay reads: a
+// database holds one or the other, never both.
+var ErrProducerDatabase = errors.New("migrate: this database holds a producer's outbox for split mode (herald.producer_schema_migrations); give Herald a database of its own and relay from this one with --source-database-url")
 
 // ErrPending means the database lacks migrations this build has.
 var ErrPending = errors.New("database migrations are not current")
@@ -230,6 +242,8 @@ const (
     applied_at timestamptz NOT NULL DEFAULT now()
 )`
 	versionTableExists = `SELECT to_regclass('herald.schema_migrations') IS NOT NULL`
-	selectVersions     = `SELECT version FROM herald.schema_migrations`
-	insertVersion      = `INSERT INTO herald.schema_migrations (version, name) VALUES ($1, $2)`
+	// producerVersionTableExists finds producer.VersionTable.
+	producerVersionTableExists = `SELECT to_regclass('herald.producer_schema_migrations') IS NOT NULL`
+	selectVersions             = `SELECT version FROM herald.schema_migrations`
+	insertVersion              = `INSERT INTO herald.schema_migrations (version, name) VALUES ($1, $2)`
 )

@@ -26,4 +26,17 @@
 // nothing; from SQL, herald.publish_many does the same:
 //
 //	SELECT * FROM herald.publish_many('acme', '[{"type": "invoice.paid", "object_id": "inv_123", "data": {}}]');
+//
+// # Split mode
+//
+// Every function here works unchanged on a producer's own database that
+// holds only the outbox (package migrations/producer; install it with
+// producer.Apply): the functions it calls have the same names there. The
+// dispatcher relays each committed message into Herald's database (package
+// relay, --source-database-url). Versions and idempotency keys then live
+// in the producer's database, with the same guarantees, per database: publish
+// an object through one database only. One check moves: the producer's
+// database does not know Herald's tenants, so a publish for an unknown
+// tenant succeeds there and the relay refuses the message (see
+// docs/DESIGN.md, "Split mode").
 package outbox

@@ -86,6 +86,7 @@ func run(args []string, stdout, stderr io.Writer) error {
 	events := fs.Int("events", 0, "events to publish; 0 means the configuration's (20000, or 1000 with --small)")
 	kills := fs.Int("kills", -1, "dispatcher kills; -1 means the configuration's (6, or 2 with --small)")
 	seed := fs.Uint64("seed", cfg.Seed, "seed of the producers' and the consumer's draws")
+	split := fs.Bool("split", false, "split mode: the producers publish into a database of their own that holds only the outbox, and every dispatcher relays it into Herald's (--source-database-url); the same invariants, and that database holds nothing else")
 	if err := fs.Parse(args); err != nil {
 		if errors.Is(err, flag.ErrHelp) {
 			return nil
@@ -184,6 +185,12 @@ func run(args []string, stdout, stderr io.Writer) error {
 	if setup.ConsumerURL, err = newDatabase(ctx, srv, "consumer", nil); err != nil {
 		return err
 	}
+	if *split {
+		// Empty: the run installs the producer's outbox there.
+		if setup.ProducerURL, err = newDatabase(ctx, srv, "producer", nil); err != nil {
+			return err
+		}
+	}
 	setup.Outage = chooseOutage(*postgres, srv, private)
 
 	report, err := chaos.Run(ctx, cfg, setup)
@@ -191,7 +198,7 @@ func run(args []string, stdout, stderr io.Writer) error {
 		return fmt.Errorf("%w (dispatcher logs in %s)", err, setup.LogDir)
 	}
 	var text bytes.Buffer
-	writeHeader(&text, cfg, srv.Version(), *postgres, private != nil)
+	writeHeader(&text, cfg, srv.Version(), *postgres, private != nil, *split)
 	if err := report.WriteTable(&text); err != nil {
 		return err
 	}
@@ -227,7 +234,7 @@ func defaultPGBin() string {
 	return ""
 }
 
-func writeHeader(w io.Writer, cfg chaos.Config, postgres, mode string, private bool) {
+func writeHeader(w io.Writer, cfg chaos.Config, postgres, mode string, private, split bool) {
 	fmt.Fprintln(w, "chaos: Herald end to end under faults")
 	for _, line := range environment.Lines(postgres) {
 		fmt.Fprintln(w, line)
@@ -244,6 +251,9 @@ func writeHeader(w io.Writer, cfg chaos.Config, postgres, mode string, private b
 		server = "a private server of the run's own (initdb, pg_ctl start on a free loopback port; fsync off)"
 	}
 	fmt.Fprintf(w, "postgres: %s; outage: --postgres=%s\n", server, mode)
+	if split {
+		fmt.Fprintln(w, "split mode (--split): the producers publish into a database of their own holding only the outbox; the dispatchers relay it into Herald's")
+	}
 	fmt.Fprintf(w, "also: %.0f%% of the events to a third endpoint with ordering object, under the same faults; %.0f%% of the events to a second endpoint answering 410 Gone until %.0f%% of the run, then enabled and replayed (only_failed); %d pending deliveries resent; %d delivery jobs ended by force (reconciler every %s); dispatcher 0's database black-holed for %s; event %d kills the consumer's worker process (lease %s, %d attempts)\n\n",
 		100*cfg.OrderedShare, 100*cfg.GoneShare, 100*cfg.GoneUntil, cfg.Resends, cfg.ForcedEnds, cfg.ReconcileInterval, cfg.BlackHole, cfg.Poison, cfg.ConsumerLease, cfg.ConsumerMaxAttempts)
 }

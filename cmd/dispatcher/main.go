@@ -96,6 +96,11 @@ func run(args []string) error {
 	if err != nil {
 		return err
 	}
+	rel, closeSources, err := openRelay(ctx, &s, pool, logger)
+	if err != nil {
+		return err
+	}
+	defer closeSources()
 	registry := newRegistry()
 	d, err := dispatcher.New(dispatcher.Config{
 		Pool: pool,
@@ -135,5 +140,5 @@ func run(args []string) error {
 	}
 	// Served until the dispatcher has stopped, graceful period included.
 	defer stopMetrics()
-	return d.Run(ctx)
+	return runDispatcher(ctx, d, rel)
 }

@@ -10,6 +10,7 @@ import (
 	"github.com/heraldhq/herald/dispatcher"
 	"github.com/heraldhq/herald/health"
 	"github.com/heraldhq/herald/internal/ssrf"
+	"github.com/heraldhq/herald/relay"
 	"github.com/heraldhq/herald/retention"
 	"github.com/heraldhq/herald/schedule"
 )
@@ -40,6 +41,10 @@ type settings struct {
 	policy            schedule.Policy
 	endpointBounds    schedule.Bounds
 	logFormat         flagenv.LogFormat
+	// sources and relayedGrace: split mode, package relay.
+	sources       sourceURLs
+	parsedSources []relay.SourceURL // by check
+	relayedGrace  time.Duration
 }
 
 func (s *settings) register(fs *flagenv.FlagSet) {
@@ -125,6 +130,13 @@ func (s *settings) register(fs *flagenv.FlagSet) {
 	fs.Env("retention", "HERALD_RETENTION")
 
 	fs.LogFormatVar(&s.logFormat)
+
+	fs.Var(&s.sources, "source-database-url",
+		"split mode: relay the outbox of this producer database into Herald's, as name=URL (for example billing=postgres://postgres@127.0.0.1:5432/billing); repeat for several sources, or separate them with spaces; with --migrate the producer's outbox is installed there. None: single-database mode")
+	fs.Env("source-database-url", "HERALD_SOURCE_DATABASE_URLS")
+	fs.DurationVar(&s.relayedGrace, "source-relayed-grace", relay.DefaultRelayedGrace,
+		"split mode: how long a relayed message stays in its source's outbox before it is deleted")
+	fs.Env("source-relayed-grace", "HERALD_SOURCE_RELAYED_GRACE")
 }
 
 // check reports settings out of range.
@@ -136,7 +148,7 @@ func (s *settings) check() error {
 	}{
 		{"--poll-interval", s.pollInterval}, {"--timeout", s.timeout}, {"--rescue-stuck-after", s.rescueAfter},
 		{"--reconcile-interval", s.reconcile}, {"--fan-out-timeout", s.fanOutTimeout}, {"--shutdown-grace", s.shutdownGrace}, {"--retry-base", s.policy.Base},
-		{"--retry-cap", s.policy.Cap}, {"--retry-window", s.policy.Window},
+		{"--retry-cap", s.policy.Cap}, {"--retry-window", s.policy.Window}, {"--source-relayed-grace", s.relayedGrace},
 	}
 	for _, p := range positive {
 		if p.value <= 0 {
@@ -163,6 +175,9 @@ func (s *settings) check() error {
 			errs = append(errs, fmt.Errorf("%s must be at least 1, got %d", n.flag, n.value))
 		}
 	}
+	sources, err := s.sources.parse()
+	errs = append(errs, err)
+	s.parsedSources = sources
 	if err := (retention.Config{Interval: s.partitionInterval, Retention: s.retention, RetryWindow: s.policy.Window}).Check(); err != nil {
 		errs = append(errs, fmt.Errorf("--partition-interval, --retention: %w", err))
 	}

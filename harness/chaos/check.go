@@ -98,7 +98,49 @@ func check(ctx context.Context, r *Report, h *harness) error {
 	if err := checkLedger(ctx, r, consumer, messages, poison); err != nil {
 		return err
 	}
-	return checkObjects(ctx, r, herald, consumer, poison)
+	if h.source != nil {
+		if err := checkSplit(ctx, r, h); err != nil {
+			return err
+		}
+	}
+	return checkObjects(ctx, r, h.producerDB, consumer, poison)
+}
+
+// producerTables are the tables a producer's database holds in split
+// mode: the producer's outbox (migrations/producer) and the run's own.
+var producerTables = []string{"herald.object_versions", "herald.outbox", "herald.outbox_wakeups", "herald.producer_schema_migrations", "herald.publish_idempotency_keys", "public.producer_objects"}
+
+// checkSplit checks, in split mode, that the producer's database holds
+// the outbox and nothing of Herald's (no delivery, attempt or job table),
+// that Herald refused none of its messages, and that Herald holds every
+// committed event from it (checkMessages checks each once, and none of a
+// rolled-back transaction).
+func checkSplit(ctx context.Context, r *Report, h *harness) error {
+	rows, err := h.source.Query(ctx, sourceTables)
+	if err != nil {
+		return fmt.Errorf("list the producer's tables: %w", err)
+	}
+	tables, err := pgx.CollectRows(rows, pgx.RowTo[string])
+	if err != nil {
+		return fmt.Errorf("list the producer's tables: %w", err)
+	}
+	if !slices.Equal(tables, producerTables) {
+		r.problem("the producer's database holds %v; want the outbox alone, %v", tables, producerTables)
+	}
+	var refused int
+	if err := h.source.QueryRow(ctx, sourceRefused).Scan(&refused); err != nil {
+		return fmt.Errorf("count refused messages: %w", err)
+	}
+	if refused > 0 {
+		r.problem("Herald refused %d messages of the producer's database", refused)
+	}
+	if err := h.herald.QueryRow(ctx, relayedMessages, sourceName).Scan(&r.Relayed); err != nil {
+		return fmt.Errorf("count relayed messages: %w", err)
+	}
+	if r.Relayed != r.Events {
+		r.problem("Herald holds %d messages relayed from the producer's database; %d events were committed", r.Relayed, r.Events)
+	}
+	return nil
 }
 
 // poisonEvent finds the poison event among the committed ones; nil when

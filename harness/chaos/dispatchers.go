@@ -44,9 +44,14 @@ const (
 	pollInterval               = 200 * time.Millisecond
 )
 
-// dispatcherArgs are the flags a dispatcher process of a run gets.
-func dispatcherArgs(cfg Config, databaseURL string) []string {
-	return []string{
+// dispatcherArgs are the flags a dispatcher process of a run gets; in
+// split mode (sourceURL set) it relays from sourceURL too.
+func dispatcherArgs(cfg Config, databaseURL, sourceURL string) []string {
+	var source []string
+	if sourceURL != "" {
+		source = []string{"--source-database-url", sourceName + "=" + sourceURL}
+	}
+	return append(source,
 		"--database-url", databaseURL,
 		"--db-connect-timeout", dbConnectTimeout.String(),
 		"--db-ping-timeout", dbPingTimeout.String(),
@@ -69,8 +74,11 @@ func dispatcherArgs(cfg Config, databaseURL string) []string {
 		"--retry-cap", cfg.RetryCap.String(),
 		"--retry-window", "24h",
 		"--shutdown-grace", shutdownGrace.String(),
-	}
+	)
 }
+
+// sourceName is the producer's database's name in split mode.
+const sourceName = "chaos"
 
 // fleet runs the dispatcher processes of a run, each as a subprocess with
 // its output appended to a log file of its own.

@@ -208,7 +208,7 @@ func waitForProgress(ctx context.Context, c *consumer, n int, stall time.Duratio
 // succeeded (the second endpoint's replayed), every replay completed and
 // the consumer has applied its inbox (the poison event aside: a dead
 // letter), or cfg.Settle passes.
-func settle(ctx context.Context, cfg Config, herald, consumer *pgxpool.Pool, logger *slog.Logger) error {
+func settle(ctx context.Context, cfg Config, herald, source, consumer *pgxpool.Pool, logger *slog.Logger) error {
 	deadline := time.Now().Add(cfg.Settle)
 	var state string
 	lastLog := time.Now()
@@ -217,17 +217,20 @@ func settle(ctx context.Context, cfg Config, herald, consumer *pgxpool.Pool, log
 			logger.Info("chaos: settling", "state", state)
 			lastLog = time.Now()
 		}
-		var undispatched, unsettled, replays, deliveries, unprocessed int
+		var unrelayed, undispatched, unsettled, replays, deliveries, unprocessed int
 		err := herald.QueryRow(ctx, heraldBacklog).Scan(&undispatched, &unsettled, &replays, &deliveries)
 		if err == nil {
 			err = consumer.QueryRow(ctx, consumerBacklog).Scan(&unprocessed)
 		}
+		if err == nil && source != nil {
+			err = source.QueryRow(ctx, sourceBacklog).Scan(&unrelayed)
+		}
 		if err != nil {
 			state = err.Error()
 		} else {
-			state = fmt.Sprintf("%d messages not dispatched, %d of %d deliveries not succeeded, %d replays running, %d events in the consumer's inbox not applied",
-				undispatched, unsettled, deliveries, replays, unprocessed)
-			if undispatched == 0 && unsettled == 0 && replays == 0 && deliveries >= cfg.Events && unprocessed == 0 {
+			state = fmt.Sprintf("%d messages not relayed from the producer's database, %d not dispatched, %d of %d deliveries not succeeded, %d replays running, %d events in the consumer's inbox not applied",
+				unrelayed, undispatched, unsettled, deliveries, replays, unprocessed)
+			if unrelayed == 0 && undispatched == 0 && unsettled == 0 && replays == 0 && deliveries >= cfg.Events && unprocessed == 0 {
 				return nil
 			}
 		}

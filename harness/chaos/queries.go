@@ -37,7 +37,18 @@ ON CONFLICT (id) DO UPDATE SET version = excluded.version, seq = excluded.seq`
 WHERE datname = ANY ($1) AND pid <> pg_backend_pid()`
 
 	// Whether a run has settled.
-	heraldBacklog = `SELECT
+	// sourceBacklog counts, in split mode, the producer's messages not
+	// relayed yet.
+	sourceBacklog = `SELECT count(*) FROM herald.outbox WHERE relayed_at IS NULL`
+	// sourceTables lists the producer's database's tables, views and
+	// sequences; sourceRefused counts its messages Herald refused, and
+	// relayedMessages those Herald holds from it ($1, the source's name).
+	sourceTables = `SELECT n.nspname || '.' || c.relname FROM pg_class c JOIN pg_namespace n ON n.oid = c.relnamespace
+WHERE c.relkind IN ('r', 'p', 'v', 'm', 'S') AND n.nspname NOT IN ('pg_catalog', 'information_schema', 'pg_toast')
+ORDER BY 1`
+	sourceRefused   = `SELECT count(*) FROM herald.outbox WHERE refused IS NOT NULL`
+	relayedMessages = `SELECT count(*) FROM herald.messages WHERE source = $1`
+	heraldBacklog   = `SELECT
     (SELECT count(*) FROM herald.messages WHERE dispatched_at IS NULL),
     (SELECT count(*) FROM herald.deliveries WHERE status <> 'succeeded'),
     (SELECT count(*) FROM herald.replays WHERE status <> 'completed'),

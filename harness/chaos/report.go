@@ -109,6 +109,9 @@ type Report struct {
 	PoisonDead     bool
 	PoisonAttempts int
 	DeadLetters    int
+	// Relayed counts, in split mode, the messages Herald holds from the
+	// producer's database; zero in single-database mode.
+	Relayed int
 	// InFlightAtOnce counts the requests of a delivery that arrived at the
 	// consumer while an earlier one of the same delivery was still in
 	// flight there.
@@ -154,6 +157,9 @@ func (r *Report) WriteTable(w io.Writer) error {
 	row("events committed", r.Events, fmt.Sprintf("by %d producers, about %d objects", r.Config.Producers, r.Objects))
 	row("events rolled back", r.RolledBack, "published in transactions that rolled back: none may arrive")
 	row("producer transactions retried", r.ProducerRetries, "after a database error")
+	if r.Relayed > 0 {
+		row("split mode: messages relayed", r.Relayed, "from the producer's own database (outbox only) into Herald's by the dispatchers' relays, killed with them")
+	}
 	row("dispatcher processes", r.Config.Dispatchers, "separate processes of cmd/dispatcher")
 	row("dispatcher kills (SIGKILL)", r.Kills, "")
 	row("dispatcher restarts", r.Restarts, "")

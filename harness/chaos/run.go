@@ -21,6 +21,7 @@ import (
 	"github.com/heraldhq/herald/internal/blackhole"
 	"github.com/heraldhq/herald/internal/database"
 	"github.com/heraldhq/herald/internal/secretbox"
+	"github.com/heraldhq/herald/migrations/producer"
 	"github.com/heraldhq/herald/signing"
 	"github.com/heraldhq/herald/store"
 )
@@ -32,6 +33,13 @@ type Setup struct {
 	HeraldURL string
 	// ConsumerURL is an empty database for the consumer. Required.
 	ConsumerURL string
+	// ProducerURL, when set, runs the run in split mode: an empty
+	// database that becomes the producer's (its own table and the
+	// producer's outbox, producer.Apply), which the producers publish to
+	// and every dispatcher relays from (--source-database-url
+	// chaos=ProducerURL), killed with it. Empty means single-database
+	// mode: the producers publish in Herald's database.
+	ProducerURL string
 	// Dispatcher is the path of a cmd/dispatcher binary (see
 	// BuildDispatcher). Required.
 	Dispatcher string
@@ -92,7 +100,7 @@ func Run(ctx context.Context, cfg Config, setup Setup) (*Report, error) {
 		return nil, fmt.Errorf("chaos: producers: %w", err)
 	}
 	h.logger.Info("chaos: every event committed; waiting for the deliveries to settle")
-	if err := settle(ctx, cfg, h.herald, h.consumerDB, h.logger); err != nil {
+	if err := settle(ctx, cfg, h.herald, h.source, h.consumerDB, h.logger); err != nil {
 		r.problem("did not settle within %s: %v", cfg.Settle, err)
 	}
 	h.stop(r)
@@ -108,9 +116,14 @@ func Run(ctx context.Context, cfg Config, setup Setup) (*Report, error) {
 
 // harness holds the parts of a run.
 type harness struct {
-	cfg        Config
-	logger     *slog.Logger
-	herald     *pgxpool.Pool
+	cfg    Config
+	logger *slog.Logger
+	herald *pgxpool.Pool
+	// source is the producer's database in split mode, nil otherwise;
+	// producerDB is where the producers publish and keep their table:
+	// source, or herald.
+	source     *pgxpool.Pool
+	producerDB *pgxpool.Pool
 	consumerDB *pgxpool.Pool
 	consumer   *consumer
 	worker     *workerProcess
@@ -150,7 +163,17 @@ func prepare(ctx context.Context, cfg Config, setup Setup) (_ *harness, err erro
 	if err := migrateConsumer(ctx, h.consumerDB); err != nil {
 		return nil, err
 	}
-	if err := createProducerTable(ctx, h.herald, cfg.Objects); err != nil {
+	h.producerDB = h.herald
+	if setup.ProducerURL != "" {
+		if h.source, err = database.Open(ctx, setup.ProducerURL, database.Options{MaxConns: int32(cfg.Producers + 2)}); err != nil {
+			return nil, err
+		}
+		if err := producer.Apply(ctx, h.source); err != nil {
+			return nil, fmt.Errorf("install the producer's outbox: %w", err)
+		}
+		h.producerDB = h.source
+	}
+	if err := createProducerTable(ctx, h.producerDB, cfg.Objects); err != nil {
 		return nil, err
 	}
 	if h.listener, err = net.Listen("tcp", "127.0.0.1:0"); err != nil {
@@ -178,11 +201,11 @@ func prepare(ctx context.Context, cfg Config, setup Setup) (_ *harness, err erro
 	if h.operator, err = newOperator(h.herald, st); err != nil {
 		return nil, err
 	}
-	h.producers = &producers{pool: h.herald, cfg: cfg}
+	h.producers = &producers{pool: h.producerDB, cfg: cfg}
 
 	args := make([][]string, cfg.Dispatchers)
 	for i := range args {
-		args[i] = dispatcherArgs(cfg, setup.HeraldURL)
+		args[i] = dispatcherArgs(cfg, setup.HeraldURL, setup.ProducerURL)
 	}
 	if cfg.BlackHole > 0 {
 		if h.bound, err = recoveryBound(ctx, cfg, setup.HeraldURL); err != nil {
@@ -199,7 +222,7 @@ func prepare(ctx context.Context, cfg Config, setup Setup) (_ *harness, err erro
 		if err != nil {
 			return nil, err
 		}
-		args[blackHoled] = dispatcherArgs(cfg, proxied)
+		args[blackHoled] = dispatcherArgs(cfg, proxied, setup.ProducerURL)
 	}
 	env := append(withoutHeraldEnv(os.Environ()), secretbox.EnvKey+"="+key)
 	h.fleet = newFleet(setup.Dispatcher, args, env, setup.LogDir)
@@ -264,6 +287,9 @@ func (h *harness) close() {
 	}
 	if h.consumerDB != nil {
 		h.consumerDB.Close()
+	}
+	if h.source != nil {
+		h.source.Close()
 	}
 	if h.herald != nil {
 		h.herald.Close()

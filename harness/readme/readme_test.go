@@ -24,13 +24,14 @@ import (
 // with the reason. Every entry must match a block, so the list cannot go
 // stale.
 var notRun = map[string]string{
-	"make run":          "starts Herald in the foreground; the test starts its own api and dispatcher",
-	"go run ./cmd/api":  "starts the api in the foreground; the test starts its own",
-	"docker compose up": "needs Docker",
-	"make sim":          "a proof of minutes, run by its own target",
-	"make bench":        "a proof of minutes, run by its own target",
-	"make chaos":        "restarts the Postgres cluster, run by its own target",
-	"make soak":         "a proof of minutes, run by its own target",
+	"make run":                "starts Herald in the foreground; the test starts its own api and dispatcher",
+	"go run ./cmd/api":        "starts the api in the foreground; the test starts its own",
+	"go run ./cmd/dispatcher": "starts a dispatcher in the foreground; split mode is tested by relay/ and cmd/dispatcher",
+	"docker compose up":       "needs Docker",
+	"make sim":                "a proof of minutes, run by its own target",
+	"make bench":              "a proof of minutes, run by its own target",
+	"make chaos":              "restarts the Postgres cluster, run by its own target",
+	"make soak":               "a proof of minutes, run by its own target",
 }
 
 // programs are built once, into bin.

@@ -1,0 +1,50 @@
+package relay
+
+import (
+	"context"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/require"
+
+	"github.com/heraldhq/herald/internal/pgtest"
+	"github.com/heraldhq/herald/migrations/producer"
+)
+
+// The relay's queries on a source follow an index, whatever the size of
+// its outbox: claiming walks the unrelayed rows and their objects' lower
+// versions, retention the relayed rows and the old keys, and none scans a
+// table whole (a join on ids or keys once let the planner do so).
+func TestSourceQueriesFollowIndexes(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	pool := pgtest.NewPoolFrom(t, pgtest.Template{Name: "producer", Fingerprint: producer.Fingerprint(), Migrate: producer.Apply})
+	_, err := pool.Exec(ctx, `INSERT INTO herald.outbox (id, tenant_id, event_type, object_id, object_version, body, created_at, relayed_at)
+SELECT herald.uuid_v7(now() - g * interval '1 ms'), 't' || (g % 10), 'x', 'o' || (g % 5000), g, '{}', now(),
+    CASE WHEN g > 2000 THEN now() - interval '1 hour' END
+FROM generate_series(1, 50000) g;
+INSERT INTO herald.publish_idempotency_keys
+SELECT 't', 'k' || g, gen_random_uuid(), 1, now() - g * interval '1 s' FROM generate_series(1, 50000) g;
+ANALYZE herald.outbox, herald.publish_idempotency_keys`)
+	require.NoError(t, err)
+	tx, err := pool.Begin(ctx)
+	require.NoError(t, err)
+	defer func() { _ = tx.Rollback(ctx) }()
+	for name, q := range map[string][]any{
+		claimOutbox:   {DefaultBatchSize},
+		deleteRelayed: {DefaultRelayedGrace.Seconds(), PruneBatch},
+		deleteOldKeys: {time.Now().Add(-time.Hour), PruneBatch},
+	} {
+		rows, err := tx.Query(ctx, "EXPLAIN "+name, q...)
+		require.NoError(t, err)
+		var plan strings.Builder
+		for rows.Next() {
+			var line string
+			require.NoError(t, rows.Scan(&line))
+			plan.WriteString(line + "\n")
+		}
+		require.NoError(t, rows.Err())
+		require.NotContains(t, plan.String(), "Seq Scan", "%s\n%s", name, plan.String())
+	}
+}

@@ -1,0 +1,167 @@
+package relay
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"time"
+
+	"github.com/google/uuid"
+	"github.com/jackc/pgx/v5"
+
+	"github.com/heraldhq/herald/internal/unnest"
+)
+
+// message is one row of a source's outbox, as claimed.
+type message struct {
+	id             uuid.UUID
+	tenantID       string
+	eventType      string
+	objectID       string
+	objectVersion  int64
+	body           string
+	idempotencyKey *string
+	createdAt      time.Time
+	traceparent    *string
+	channels       []string
+}
+
+// messageColumns are insertRelayed's $2 to $10, in order.
+var messageColumns = []unnest.Column[message]{
+	unnest.Col(func(m message) uuid.UUID { return m.id }),
+	unnest.Col(func(m message) string { return m.tenantID }),
+	unnest.Col(func(m message) string { return m.eventType }),
+	unnest.Col(func(m message) string { return m.objectID }),
+	unnest.Col(func(m message) int64 { return m.objectVersion }),
+	unnest.Col(func(m message) string { return m.body }),
+	unnest.Col(func(m message) *string { return m.idempotencyKey }),
+	unnest.Col(func(m message) time.Time { return m.createdAt }),
+	unnest.Col(func(m message) *string { return m.traceparent }),
+}
+
+// rollbackTimeout bounds rolling back a step's transaction: one round
+// trip, after the step's own deadline may have passed.
+const rollbackTimeout = 5 * time.Second
+
+// step relays one batch from s: claim on the source, insert into Herald
+// and commit, then mark on the source and commit (see the package doc).
+// It returns how many messages it claimed and how many of them it
+// relayed or refused (the others were held back: see claimOutbox). A
+// claim of less than the batch size means the source's outbox was
+// drained; a claim may take up to twice the batch size.
+func (r *Relay) step(ctx context.Context, s Source) (claimed, moved int, err error) {
+	ctx, cancel := context.WithTimeout(ctx, r.stepTimeout)
+	defer cancel()
+	stx, err := s.Pool.Begin(ctx)
+	if err != nil {
+		return 0, 0, fmt.Errorf("begin on the source: %w", err)
+	}
+	defer rollback(ctx, stx)
+	rows, err := stx.Query(ctx, claimOutbox, r.batchSize)
+	if err != nil {
+		return 0, 0, fmt.Errorf("claim on the source: %w", err)
+	}
+	var (
+		batch []message
+		m     message
+		held  bool
+	)
+	_, err = pgx.ForEachRow(rows, []any{&m.id, &m.tenantID, &m.eventType, &m.objectID, &m.objectVersion, &m.body,
+		&m.idempotencyKey, &m.createdAt, &m.traceparent, &m.channels, &held}, func() error {
+		claimed++
+		if !held {
+			batch = append(batch, m)
+		}
+		return nil
+	})
+	if err != nil {
+		return 0, 0, fmt.Errorf("claim on the source: %w", err)
+	}
+	if len(batch) == 0 {
+		return claimed, 0, nil
+	}
+
+	refused, err := r.insert(ctx, s.Name, batch)
+	if err != nil {
+		return 0, 0, err
+	}
+	ids := make([]uuid.UUID, 0, len(batch))
+	for _, m := range batch {
+		if _, no := refused[m.id]; !no {
+			ids = append(ids, m.id)
+		}
+	}
+	if r.afterHeraldCommit != nil {
+		if err := r.afterHeraldCommit(s.Name, ids); err != nil {
+			return 0, 0, err
+		}
+	}
+	refusedIDs := make([]uuid.UUID, 0, len(refused))
+	problems := make([]string, 0, len(refused))
+	for id, problem := range refused {
+		refusedIDs = append(refusedIDs, id)
+		problems = append(problems, problem)
+		r.logger.ErrorContext(ctx, "Herald refused a message of the source; it stays there, marked refused",
+			"source", s.Name, "message_id", id, "problem", problem)
+	}
+	if _, err := stx.Exec(ctx, markRelayed, ids, refusedIDs, problems); err != nil {
+		return 0, 0, fmt.Errorf("mark relayed on the source (Herald has them; the next step relays them again, inserting nothing twice): %w", err)
+	}
+	if err := stx.Commit(ctx); err != nil {
+		return 0, 0, fmt.Errorf("commit on the source (Herald has them; the next step relays them again, inserting nothing twice): %w", err)
+	}
+	return claimed, len(batch), nil
+}
+
+// insert inserts batch into Herald's messages in a transaction of its
+// own that wakes the fan-out, commits it, and returns the messages Herald
+// refused, with why.
+func (r *Relay) insert(ctx context.Context, source string, batch []message) (map[uuid.UUID]string, error) {
+	channels := make([][]string, len(batch))
+	for i, m := range batch {
+		channels[i] = m.channels
+	}
+	channelsJSON, err := json.Marshal(channels)
+	if err != nil {
+		return nil, fmt.Errorf("encode channels: %w", err)
+	}
+	args := append([]any{source}, unnest.Arrays(batch, messageColumns...)...)
+	args = append(args, channelsJSON)
+
+	htx, err := r.pool.Begin(ctx)
+	if err != nil {
+		return nil, fmt.Errorf("begin in Herald's database: %w", err)
+	}
+	defer rollback(ctx, htx)
+	rows, err := htx.Query(ctx, insertRelayed, args...)
+	if err != nil {
+		return nil, fmt.Errorf("insert into Herald's messages: %w", err)
+	}
+	refused := map[uuid.UUID]string{}
+	var (
+		id      uuid.UUID
+		problem string
+	)
+	if _, err := pgx.ForEachRow(rows, []any{&id, &problem}, func() error {
+		refused[id] = problem
+		return nil
+	}); err != nil {
+		return nil, fmt.Errorf("insert into Herald's messages: %w", err)
+	}
+	if len(refused) < len(batch) {
+		if _, err := htx.Exec(ctx, wakeFanOut); err != nil {
+			return nil, fmt.Errorf("wake the fan-out: %w", err)
+		}
+	}
+	if err := htx.Commit(ctx); err != nil {
+		return nil, fmt.Errorf("commit in Herald's database: %w", err)
+	}
+	return refused, nil
+}
+
+// rollback rolls tx back, if it has not ended, within rollbackTimeout.
+func rollback(ctx context.Context, tx pgx.Tx) {
+	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), rollbackTimeout)
+	defer cancel()
+	_ = tx.Rollback(ctx)
+}
