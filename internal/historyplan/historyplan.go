@@ -208,7 +208,7 @@ func checkPruned(t *testing.T, pool *pgxpool.Pool, q Query, generic bool) {
 	}
 	for _, table := range q.OnePartition {
 		if reads := PartitionReads(plan, table); len(reads) > 0 {
-			t.Errorf("%s: its %s plan reads %s in more than one partition at a time (%s); bound the lookup by herald.history_lower and history_upper of the id it names (see docs/history-queries.md):\n%s",
+			t.Errorf("%s: its %s plan reads %s in more than one partition at a time (%s); bound it to the partition of the id it names (herald.history_lower, history_upper) or to the span of the batch it names (herald.least_id, greatest_id); see docs/history-queries.md:\n%s",
 				q.Name, kindOf(generic), table, strings.Join(reads, "; "), textPlan(t.Context(), pool, analyze, generic))
 		}
 	}
