@@ -82,7 +82,11 @@ func check(ctx context.Context, r *Report, h *harness) error {
 	if err != nil {
 		return err
 	}
-	checkArrivals(r, messages, arrivals, attempts, jobErrors)
+	if unexplained := checkArrivals(r, messages, arrivals, attempts, jobErrors); len(unexplained) > 0 {
+		if err := describeJobs(ctx, r, herald, unexplained); err != nil {
+			return err
+		}
+	}
 	checkInFlight(r, arrivals)
 	if err := checkOrder(ctx, r, h, messages, arrivals); err != nil {
 		return err
@@ -350,7 +354,8 @@ func (e jobError) explains(sent time.Time, timeout time.Duration) bool {
 // request without an attempt row must be accounted for by an error River
 // recorded on its job afterwards, one error per request: rescued (its
 // dispatcher was killed) or failed after sending (the database was away).
-func checkArrivals(r *Report, messages map[string]message, arrivals []arrival, attempts []attemptRow, jobErrors map[string][]jobError) {
+// It returns the webhook IDs of the requests nothing accounts for.
+func checkArrivals(r *Report, messages map[string]message, arrivals []arrival, attempts []attemptRow, jobErrors map[string][]jobError) (unexplainedIDs []string) {
 	r.Requests = len(arrivals)
 	r.RequestsBy = make(map[string]int)
 	r.Attempts = len(attempts)
@@ -434,6 +439,9 @@ func checkArrivals(r *Report, messages map[string]message, arrivals []arrival, a
 			i := slices.IndexFunc(available, func(e jobError) bool { return e.explains(a.at, r.Config.SenderTimeout) })
 			if i < 0 {
 				unexplained = append(unexplained, fmt.Sprintf("%s at %s (%s)", a.webhookID, a.at.Format(time.RFC3339Nano), a.answer()))
+				if !slices.Contains(unexplainedIDs, a.webhookID) {
+					unexplainedIDs = append(unexplainedIDs, a.webhookID)
+				}
 				continue
 			}
 			if available[i].rescued {
@@ -453,6 +461,33 @@ func checkArrivals(r *Report, messages map[string]message, arrivals []arrival, a
 	if len(unexplained) > 0 {
 		r.problem("%d requests have no attempt row, and River recorded no rescue or failed recording of their job afterwards, e.g. %s", len(unexplained), examples(unexplained))
 	}
+	return unexplainedIDs
+}
+
+// describeJobs adds to r's problems every delivery job of the first
+// maxExamples of webhookIDs, as River holds them at the end of the run, so
+// that a run that could not account for a request says which job runs
+// there were without its databases having been kept.
+func describeJobs(ctx context.Context, r *Report, herald *pgxpool.Pool, webhookIDs []string) error {
+	slices.Sort(webhookIDs)
+	var ids []uuid.UUID
+	for _, w := range webhookIDs[:min(len(webhookIDs), maxExamples)] {
+		id, err := uuid.Parse(strings.TrimPrefix(w, "msg_"))
+		if err != nil {
+			return fmt.Errorf("webhook id %q: %w", w, err)
+		}
+		ids = append(ids, id)
+	}
+	rows, err := herald.Query(ctx, selectJobsOfMessages, ids, deliveryKinds)
+	if err != nil {
+		return fmt.Errorf("read the jobs of unaccounted requests: %w", err)
+	}
+	jobs, err := pgx.CollectRows(rows, pgx.RowTo[string])
+	if err != nil {
+		return fmt.Errorf("read the jobs of unaccounted requests: %w", err)
+	}
+	r.problem("their deliveries' jobs: %s", strings.Join(jobs, "; "))
+	return nil
 }
 
 // answer says what the consumer did with the request.

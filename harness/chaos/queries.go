@@ -84,6 +84,23 @@ CROSS JOIN LATERAL (
 JOIN herald.deliveries d ON d.id = sent.id
 CROSS JOIN LATERAL unnest(j.errors) AS e
 WHERE j.kind = ANY($1)`
+	// selectJobsOfMessages describes every delivery job of the kinds $2
+	// that sends a delivery of the messages $1: one line per job, its
+	// state, runs and errors, in the order the jobs were made.
+	selectJobsOfMessages = `SELECT format('%s job %s (%s) %s, attempt %s, attempted %s by %s, finalized %s, errors [%s]',
+    'msg_' || d.message_id, j.id, j.kind, j.state, j.attempt,
+    to_char(j.attempted_at AT TIME ZONE 'UTC', 'HH24:MI:SS.MS'), coalesce(j.attempted_by[cardinality(j.attempted_by)], '-'),
+    coalesce(to_char(j.finalized_at AT TIME ZONE 'UTC', 'HH24:MI:SS.MS'), '-'),
+    (SELECT string_agg(to_char((e->>'at')::timestamptz AT TIME ZONE 'UTC', 'HH24:MI:SS.MS') || ' ' || left(e->>'error', 80), ', ') FROM unnest(j.errors) AS e))
+FROM herald.river_job j
+CROSS JOIN LATERAL (
+    SELECT (j.args->>'delivery_id')::uuid AS id WHERE j.args ? 'delivery_id'
+    UNION ALL
+    SELECT jsonb_array_elements_text(j.args->'delivery_ids')::uuid
+) sent
+JOIN herald.deliveries d ON d.id = sent.id
+WHERE d.message_id = ANY($1) AND j.kind = ANY($2)
+ORDER BY d.message_id, j.id`
 	selectJobStates = `SELECT state::text, count(*) FROM herald.river_job WHERE kind = ANY($1) GROUP BY state`
 	selectVersions  = `SELECT p.id, p.seq, coalesce(v.version, 0)
 FROM producer_objects p
