@@ -1,6 +1,7 @@
 package delivery
 
 import (
+	"cmp"
 	"context"
 	"math/rand/v2"
 	"slices"
@@ -56,14 +57,18 @@ const busyMetadataKey = "herald_busy"
 //     unanswered): one probe at a time;
 //   - per tenant, tenantCap (Config.MaxInflightPerTenant) unless the
 //     tenant has its own (tenants.max_inflight);
-//   - per tenant again, half its cap (at least one) for the probes of all
-//     its endpoints behind open breakers together, so that a tenant's dead
-//     endpoints leave its healthy ones the other half.
+//   - within the tenant's cap, its shares (see tenantCaps): the attempts
+//     to its suspect endpoints (the latest attempt unanswered, breakers
+//     open included) hold at most half of it, and, while one of its
+//     endpoints is answering, those to its endpoints that are not (none
+//     tried yet, or suspect) at most three quarters, so that however many
+//     of its endpoints hang, those that answer keep at least a quarter.
 //
 // What it knows of an endpoint (its tenant, the tenant's cap, its
-// unanswered streak) it learns from each load of one of its deliveries
-// and from each attempt it records, so that a job is held back before it
-// reads anything when the endpoint or its tenant is known to be full.
+// unanswered streak, whether it answered) it learns from each load of one
+// of its deliveries and from each attempt it records, so that a job is
+// held back before it reads anything when the endpoint or its tenant is
+// known to be full.
 type inflight struct {
 	cap       int
 	tenantCap int
@@ -72,12 +77,16 @@ type inflight struct {
 	// running holds, per endpoint with attempts running, when each began.
 	running map[uuid.UUID][]time.Time
 	// tenants holds, per tenant with attempts running, how many run and
-	// how many of them are probes of open breakers.
+	// how many of them count against each of its shares.
 	tenants map[string]tenantRunning
 	// known holds what was last learned of each endpoint.
 	known map[uuid.UUID]endpointState
-	// waiting holds, per endpoint (a uuid.UUID) or per tenant (a string),
-	// the jobs waiting for room in the order they came: a released slot
+	// answering counts, per tenant, the endpoints of known that are
+	// answering.
+	answering map[string]int
+	// waiting holds, per endpoint (a uuid.UUID), per tenant (a string) or
+	// per share of a tenant's cap (a tenantShare), the jobs waiting for
+	// room in the order they came: a released slot
 	// wakes one of them, not all, so that a slot is not raced for by jobs
 	// that would each read their deliveries and all but one be held back.
 	waiting map[any][]chan struct{}
@@ -85,9 +94,38 @@ type inflight struct {
 	open prometheus.Gauge
 }
 
-// tenantRunning is what a tenant has running.
+// tenantRunning is what a tenant has running: all its attempts, those
+// begun while their endpoint was not answering and, of those, while it was
+// suspect (see endpointState).
 type tenantRunning struct {
-	attempts, probes int
+	attempts, unproven, suspect int
+}
+
+// tenantCaps are a tenant's cap on its attempts running at once and its
+// shares of it. An endpoint that has not answered may be dead, and a dead
+// endpoint's attempt holds its slot until the timeout; a tenant cannot
+// tell its dead endpoints from its live ones before they have been tried,
+// but it can keep room for those that have answered, so that however many
+// of its endpoints hang, those that answer are never held behind them:
+//
+//   - suspect: the attempts to endpoints whose latest attempt went
+//     unanswered, breakers open included, hold at most half of all, at
+//     least one, so that endpoints not tried yet can still be found to
+//     answer;
+//   - unproven: while the tenant has an answering endpoint, the attempts
+//     to endpoints that are not (not tried by this process yet, or
+//     suspect) hold at most three quarters of all, at least one. A tenant
+//     none of whose endpoints has answered has nobody to keep room for.
+//
+// A quarter carries a tenant's answering endpoints: at the default cap
+// (250), 62 slots, over 1,000 attempts a second to receivers that answer
+// within 50 ms.
+type tenantCaps struct {
+	all, unproven, suspect int
+}
+
+func capsOf(all int) tenantCaps {
+	return tenantCaps{all: all, unproven: max(1, all-all/4), suspect: max(1, all/2)}
 }
 
 // endpointState is what inflight learned of an endpoint.
@@ -97,9 +135,34 @@ type endpointState struct {
 	tenantCap int
 	// unanswered counts its latest attempts in a row that got no answer.
 	unanswered int
+	// answering says the latest attempt to it that this process recorded
+	// was answered, and none recorded since by any process went
+	// unanswered.
+	answering bool
 }
 
 func (e endpointState) breakerOpen() bool { return e.unanswered >= health.BreakerThreshold }
+
+// suspect says its latest attempt got no answer.
+func (e endpointState) suspect() bool { return e.unanswered > 0 }
+
+// tenantShare names the queue of the jobs waiting for room in one share of
+// a tenant's cap (tenantCaps): the suspect endpoints' when suspect, else
+// the unproven ones'.
+type tenantShare struct {
+	tenant  string
+	suspect bool
+}
+
+// attemptClass is which of its tenant's shares an attempt counts against,
+// decided when it begins.
+type attemptClass struct {
+	unproven, suspect bool
+}
+
+func classOf(e endpointState) attemptClass {
+	return attemptClass{unproven: !e.answering, suspect: e.suspect()}
+}
 
 // maxKnown bounds how many endpoints inflight remembers; past it, it
 // forgets them all and learns again from the next loads. Forgetting an
@@ -110,27 +173,31 @@ func newInflight(cap, tenantCap int, open prometheus.Gauge) *inflight {
 	return &inflight{
 		cap: cap, tenantCap: tenantCap,
 		running: make(map[uuid.UUID][]time.Time), tenants: make(map[string]tenantRunning),
-		known: make(map[uuid.UUID]endpointState), waiting: make(map[any][]chan struct{}),
-		open: open,
+		known: make(map[uuid.UUID]endpointState), answering: make(map[string]int),
+		waiting: make(map[any][]chan struct{}),
+		open:    open,
 	}
 }
 
 // learn records what a load read of endpoint: its tenant, the tenant's
-// own cap (0: none) and the endpoint's unanswered streak.
+// own cap (0: none) and the endpoint's unanswered streak. An endpoint this
+// process saw answer stays answering while the streak read is zero.
 func (f *inflight) learn(endpoint uuid.UUID, tenant string, tenantCap, unanswered int) {
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	if len(f.known) >= maxKnown {
 		if _, ok := f.known[endpoint]; !ok {
 			f.known = make(map[uuid.UUID]endpointState)
+			f.answering = make(map[string]int)
 			f.open.Set(0)
 		}
 	}
-	f.set(endpoint, endpointState{tenant: tenant, tenantCap: tenantCap, unanswered: unanswered})
+	answering := f.known[endpoint].answering && unanswered == 0
+	f.set(endpoint, endpointState{tenant: tenant, tenantCap: tenantCap, unanswered: unanswered, answering: answering})
 }
 
 // observe records an attempt to endpoint this process recorded: answered
-// or not. An answer closes the endpoint's breaker.
+// or not. An answer closes the endpoint's breaker and makes it answering.
 func (f *inflight) observe(endpoint uuid.UUID, answered bool) {
 	f.mu.Lock()
 	defer f.mu.Unlock()
@@ -139,6 +206,7 @@ func (f *inflight) observe(endpoint uuid.UUID, answered bool) {
 		return
 	}
 	wasOpen := e.breakerOpen()
+	e.answering = answered
 	if answered {
 		e.unanswered = 0
 	} else {
@@ -151,10 +219,19 @@ func (f *inflight) observe(endpoint uuid.UUID, answered bool) {
 	}
 }
 
-// set stores e for endpoint and keeps the gauge of open breakers. f.mu
-// must be held.
+// set stores e for endpoint and keeps the counts of answering endpoints
+// and the gauge of open breakers. f.mu must be held.
 func (f *inflight) set(endpoint uuid.UUID, e endpointState) {
-	was := f.known[endpoint].breakerOpen()
+	old := f.known[endpoint]
+	if old.answering {
+		if f.answering[old.tenant]--; f.answering[old.tenant] <= 0 {
+			delete(f.answering, old.tenant)
+		}
+	}
+	if e.answering {
+		f.answering[e.tenant]++
+	}
+	was := old.breakerOpen()
 	f.known[endpoint] = e
 	switch {
 	case e.breakerOpen() && !was:
@@ -164,37 +241,38 @@ func (f *inflight) set(endpoint uuid.UUID, e endpointState) {
 	}
 }
 
-// limits returns endpoint's cap, its tenant ("" when unknown), the
-// tenant's cap and its cap of probes. f.mu must be held.
-func (f *inflight) limits(endpoint uuid.UUID) (endpointCap int, e endpointState, tenantCap, probeCap int) {
+// limits returns endpoint's cap, what is known of it (its tenant is ""
+// when unknown) and its tenant's caps. f.mu must be held.
+func (f *inflight) limits(endpoint uuid.UUID) (endpointCap int, e endpointState, caps tenantCaps) {
 	e = f.known[endpoint]
 	endpointCap = f.cap
 	if e.breakerOpen() {
 		endpointCap = 1
 	}
-	tenantCap = f.tenantCap
-	if e.tenantCap > 0 {
-		tenantCap = e.tenantCap
-	}
-	return endpointCap, e, tenantCap, max(1, tenantCap/2)
+	return endpointCap, e, capsOf(cmp.Or(e.tenantCap, f.tenantCap))
 }
 
 // free returns how many more attempts endpoint may start now, and the
-// queue to wait in when none: the endpoint's when it is full, else its
-// tenant's. f.mu must be held.
+// queue to wait in when none: the endpoint's when it is full, else that
+// of its tenant or of the share of its tenant's cap that is. f.mu must be
+// held.
 func (f *inflight) free(endpoint uuid.UUID) (n int, queue any) {
-	endpointCap, e, tenantCap, probeCap := f.limits(endpoint)
+	endpointCap, e, caps := f.limits(endpoint)
 	n = endpointCap - len(f.running[endpoint])
 	if n <= 0 || e.tenant == "" {
 		return n, endpoint
 	}
 	t := f.tenants[e.tenant]
-	room := tenantCap - t.attempts
-	if e.breakerOpen() {
-		room = min(room, probeCap-t.probes)
+	room, queue := caps.all-t.attempts, any(e.tenant)
+	class := classOf(e)
+	if r := caps.unproven - t.unproven; class.unproven && f.answering[e.tenant] > 0 && r < room {
+		room, queue = r, tenantShare{tenant: e.tenant}
+	}
+	if r := caps.suspect - t.suspect; class.suspect && r < room {
+		room, queue = r, tenantShare{tenant: e.tenant, suspect: true}
 	}
 	if room < n {
-		return room, e.tenant
+		return room, queue
 	}
 	return n, endpoint
 }
@@ -264,39 +342,48 @@ func (f *inflight) acquireUpTo(endpoint uuid.UUID, tenant string, n int) (releas
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	if e, ok := f.known[endpoint]; !ok || e.tenant != tenant {
-		f.set(endpoint, endpointState{tenant: tenant, tenantCap: e.tenantCap, unanswered: e.unanswered})
+		e.tenant = tenant
+		f.set(endpoint, e)
 	}
 	free, _ := f.free(endpoint)
 	got = min(n, free)
 	if got <= 0 {
 		return func() {}, 0
 	}
-	probe := f.known[endpoint].breakerOpen()
+	class := classOf(f.known[endpoint])
 	began := time.Now()
 	for range got {
 		f.running[endpoint] = append(f.running[endpoint], began)
 	}
 	t := f.tenants[tenant]
 	t.attempts += got
-	if probe {
-		t.probes += got
+	if class.unproven {
+		t.unproven += got
+	}
+	if class.suspect {
+		t.suspect += got
 	}
 	f.tenants[tenant] = t
-	return func() { f.release(endpoint, tenant, probe, began, got) }, got
+	return func() { f.release(endpoint, tenant, class, began, got) }, got
 }
 
 // release gives back n slots of endpoint, of tenant, taken at began
-// (probes of its open breaker when probe), and wakes as many of the jobs
-// waiting for room at the endpoint and at the tenant.
-func (f *inflight) release(endpoint uuid.UUID, tenant string, probe bool, began time.Time, n int) {
+// counting against the shares of class, and wakes as many of the jobs
+// waiting for room at the endpoint, at the tenant and in those shares.
+func (f *inflight) release(endpoint uuid.UUID, tenant string, class attemptClass, began time.Time, n int) {
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	f.wake(endpoint, n)
 	f.wake(tenant, n)
 	t := f.tenants[tenant]
 	t.attempts -= n
-	if probe {
-		t.probes -= n
+	if class.unproven {
+		f.wake(tenantShare{tenant: tenant}, n)
+		t.unproven -= n
+	}
+	if class.suspect {
+		f.wake(tenantShare{tenant: tenant, suspect: true}, n)
+		t.suspect -= n
 	}
 	if t.attempts <= 0 {
 		delete(f.tenants, tenant)

@@ -189,7 +189,7 @@ func TestInflightCapsEachTenant(t *testing.T) {
 func TestInflightBreaker(t *testing.T) {
 	t.Parallel()
 
-	f := newTestInflight(10, 4)
+	f := newTestInflight(10, 8)
 	dead, healthy := uuid.New(), uuid.New()
 	f.learn(dead, testTenant, 0, 0)
 	f.learn(healthy, testTenant, 0, 0)
@@ -197,7 +197,7 @@ func TestInflightBreaker(t *testing.T) {
 		f.observe(dead, false)
 	}
 	_, got := f.acquireUpTo(dead, testTenant, 3)
-	require.Equal(t, 3, got, "an endpoint that has not reached the threshold keeps its cap")
+	require.Equal(t, 3, got, "an endpoint that has not reached the threshold keeps its cap, within its tenant's half for suspect endpoints")
 	f = newTestInflight(10, 4)
 	f.learn(dead, testTenant, 0, 0)
 	f.learn(healthy, testTenant, 0, 0)
@@ -251,4 +251,85 @@ func gaugeValue(t *testing.T, g prometheus.Gauge) float64 {
 	families, err := r.Gather()
 	require.NoError(t, err)
 	return families[0].GetMetric()[0].GetGauge().GetValue()
+}
+
+// While one of a tenant's endpoints answers, the endpoints that do not
+// (not tried yet, or whose latest attempt went unanswered) leave it a
+// quarter of the tenant's cap, and the suspect ones among them take at
+// most half: however many of a tenant's endpoints hang, its healthy one is
+// not held behind them (issue 18, noisy-tenant-shared).
+func TestInflightKeepsAQuarterForAnsweringEndpoints(t *testing.T) {
+	t.Parallel()
+
+	f := newTestInflight(10, 8)
+	healthy := uuid.New()
+	f.learn(healthy, testTenant, 0, 0)
+	f.observe(healthy, true)
+	f.learn(healthy, testTenant, 0, 0)
+
+	untried := 0
+	var releaseUntried []func()
+	for range 8 {
+		e := uuid.New()
+		f.learn(e, testTenant, 0, 0)
+		release, got := f.acquireUpTo(e, testTenant, 1)
+		untried += got
+		releaseUntried = append(releaseUntried, release)
+	}
+	require.Equal(t, 6, untried, "endpoints not tried yet take three quarters of the tenant's 8")
+
+	suspect := uuid.New()
+	f.learn(suspect, testTenant, 0, 1)
+	require.False(t, f.waitForRoom(t.Context(), suspect, 0), "a suspect endpoint is not answering either")
+	var got int
+
+	woken := make(chan bool)
+	go func() { woken <- f.waitForRoom(t.Context(), suspect, time.Hour) }()
+	require.Eventually(t, func() bool {
+		f.mu.Lock()
+		defer f.mu.Unlock()
+		return len(f.waiting[tenantShare{tenant: testTenant}]) == 1
+	}, 10*time.Second, time.Millisecond, "the suspect endpoint's job waits for the share it is held by")
+	releaseUntried[0]()
+	require.True(t, <-woken, "a slot of that share released wakes it")
+	releaseUntried[0], got = f.acquireUpTo(suspect, testTenant, 1)
+	require.Equal(t, 1, got)
+
+	_, got = f.acquireUpTo(healthy, testTenant, 10)
+	require.Equal(t, 2, got, "the answering endpoint has the quarter left")
+
+	for _, release := range releaseUntried {
+		release()
+	}
+	var suspects int
+	for range 6 {
+		e := uuid.New()
+		f.learn(e, testTenant, 0, 1)
+		_, got := f.acquireUpTo(e, testTenant, 1)
+		suspects += got
+	}
+	require.Equal(t, 4, suspects, "suspect endpoints take at most half of the tenant's 8, leaving room for those not tried yet")
+	other := uuid.New()
+	f.learn(other, testTenant, 0, 0)
+	require.True(t, f.waitForRoom(t.Context(), other, 0), "an endpoint not tried yet finds the room suspect ones left it")
+}
+
+// The quarter is kept only while the tenant has an answering endpoint: an
+// answer makes one, an unanswered attempt or a load that reads an
+// unanswered streak unmakes it, and forgetting endpoints forgets it.
+func TestInflightAnsweringFollowsTheLatestAttempt(t *testing.T) {
+	t.Parallel()
+
+	f := newTestInflight(10, 4)
+	e := uuid.New()
+	f.learn(e, testTenant, 0, 0)
+	require.Zero(t, f.answering[testTenant], "not tried yet")
+	f.observe(e, true)
+	f.learn(e, testTenant, 0, 0)
+	require.Equal(t, 1, f.answering[testTenant], "an answer makes it answering, and a load that reads no unanswered streak keeps it")
+	f.learn(e, testTenant, 0, 1)
+	require.Zero(t, f.answering[testTenant], "another process recorded an unanswered attempt")
+	f.observe(e, true)
+	f.observe(e, false)
+	require.Empty(t, f.answering, "its latest attempt went unanswered")
 }

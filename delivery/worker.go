@@ -136,9 +136,12 @@ type Config struct {
 	// of its own (tenants.max_inflight, set with PATCH /v1/tenants/{id});
 	// a job over it waits and snoozes as over MaxInflightPerEndpoint, so
 	// one tenant's hanging endpoints never hold more than this many
-	// workers. The probes of a tenant's endpoints behind open breakers
-	// (health.BreakerThreshold) share half of it. Defaults to 250 (the
-	// dispatcher passes half its workers). Zero means the default.
+	// workers. Within it, the tenant's endpoints whose latest attempt got
+	// no answer share half of it, and, while one of its endpoints answers,
+	// those that do not (not tried yet, or unanswered) three quarters, so
+	// that its answering endpoints keep a quarter however many of the
+	// others hang (see tenantCaps). Defaults to 250 (the dispatcher passes
+	// half its workers). Zero means the default.
 	MaxInflightPerTenant int
 	// MaxBusySnooze bounds the delay after which a job held back by the
 	// cap tries again: a job not held back before waits up to BusyPatience

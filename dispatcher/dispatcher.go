@@ -67,8 +67,16 @@ const (
 	DefaultFanOutTimeout = 30 * time.Second
 	// DefaultMaxConns is the connection pool size cmd/dispatcher gives a
 	// dispatcher: its workers each hold a connection briefly per attempt,
-	// and River and the fan-out hold some more.
-	DefaultMaxConns = 25
+	// and River and the fan-out hold some more. A dispatcher opens one
+	// more for River's listener, and the fan-out leader one for its lock,
+	// so four dispatchers and an api (api.DefaultMaxConns, and its
+	// listener) open at most 4 × 15 + 1 + 33 = 94 connections: under
+	// Postgres's default max_connections of 100 less the 3 it keeps for
+	// superusers (harness/replicas). At 25, four dispatchers and an api
+	// were refused connections there; burst runs at 12 and 25 could not
+	// be told apart on this machine (docs/benchmarks.md, "Replicas and
+	// wake-ups").
+	DefaultMaxConns = 14
 )
 
 // FetchCooldown is the least time between two of River's job fetches. With

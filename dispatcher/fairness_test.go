@@ -1,6 +1,7 @@
 package dispatcher_test
 
 import (
+	"fmt"
 	"testing"
 	"time"
 
@@ -109,4 +110,59 @@ func TestBreakerHoldsDeadEndpointToOneProbe(t *testing.T) {
 	require.Equal(t, 1, peak, "behind its breaker the dead endpoint must have exactly one probe in flight")
 	require.Eventually(t, func() bool { return healthy.Count() >= messages }, time.Minute, 10*time.Millisecond,
 		"the healthy endpoint of the same tenant must receive every message")
+}
+
+// Issue 18's shared noisy tenant at small size: endpoints that hang, more
+// than the tenant's cap, in the same tenant as an endpoint that answers.
+// Without a reserve for the endpoints that answer, the hanging endpoints'
+// first attempts fill the tenant's cap and the healthy endpoint's
+// deliveries wait for them to time out (and then compete with their
+// backlog: at full size, minutes). With it, the endpoints that have not
+// answered leave a quarter of the cap to the one that has, and its
+// deliveries arrive while the hanging requests are still held.
+//
+// As in TestHangingTenantDoesNotDelayOtherTenants, the test asserts an
+// order, not a time: every healthy delivery succeeds before the first
+// hanging attempt ends.
+func TestHangingEndpointsDoNotStarveTheirTenantsHealthyOne(t *testing.T) {
+	t.Parallel()
+	b, ctx := setup(t)
+	const (
+		workers   = 20 // a tenant cap of 10
+		hanging   = 30
+		noise     = 3
+		published = 5
+	)
+	hang := webhooktest.NewReceiver(t, webhooktest.Hang())
+	var hangingIDs []uuid.UUID
+	for i := range hanging {
+		id, _ := b.endpoint(t, ctx, tenant, fmt.Sprintf("%s/hook/%d", hang.URL, i), "noise.flood")
+		hangingIDs = append(hangingIDs, id)
+	}
+	healthy := webhooktest.NewReceiver(t, webhooktest.Status(200))
+	b.endpoint(t, ctx, tenant, healthy.URL, "invoice.paid")
+
+	b.start(t, dispatcher.Config{Workers: workers, Delivery: delivery.Config{Timeout: 20 * time.Second}})
+	b.publish(t, ctx, event("invoice.paid"))
+	require.Eventually(t, func() bool { return healthy.Count() == 1 }, time.Minute, 10*time.Millisecond,
+		"the healthy endpoint's first delivery never arrived")
+
+	for range noise {
+		b.publish(t, ctx, event("noise.flood"))
+	}
+	require.Eventually(t, func() bool { return hang.Inflight() >= workers/2*3/4 }, time.Minute, 10*time.Millisecond,
+		"the hanging endpoints' requests must be in flight before the healthy endpoint's messages are published")
+	// Let the hanging endpoints' backlog come back from its first snoozes
+	// and take whatever room their tenant leaves them.
+	time.Sleep(time.Second)
+
+	for range published {
+		b.publish(t, ctx, event("invoice.paid"))
+	}
+	require.Eventually(t, func() bool { return healthy.Count() == 1+published }, time.Minute, 10*time.Millisecond,
+		"the healthy endpoint's deliveries never arrived")
+
+	var ended int
+	require.NoError(t, b.pool.QueryRow(ctx, "SELECT count(*) FROM herald.attempts WHERE endpoint_id = ANY ($1)", hangingIDs).Scan(&ended))
+	require.Zero(t, ended, "the healthy endpoint's deliveries must arrive while the hanging endpoints' first requests are held")
 }

@@ -17,9 +17,18 @@ import (
 	"github.com/heraldhq/herald/internal/unnest"
 )
 
-// drain runs fan-out transactions until one finds the outbox empty.
-func (d *Dispatcher) drain(ctx context.Context) (claimed int) {
+// drain runs fan-out transactions until one finds the outbox empty. Between
+// them it keeps the leader's connection l alive (listener.keepAlive), and
+// stops when it failed: this dispatcher no longer leads. A nil l drains
+// without.
+func (d *Dispatcher) drain(ctx context.Context, l *listener) (claimed int) {
 	for ctx.Err() == nil {
+		if l != nil {
+			if err := l.keepAlive(ctx); err != nil {
+				d.logger.ErrorContext(ctx, "fan out messages: the fan-out leader's connection failed", "error", err)
+				return claimed
+			}
+		}
 		n, more, err := d.fanOut(ctx)
 		claimed += n
 		if err != nil {

@@ -16,8 +16,10 @@ import (
 //   - the fan-out transaction in flight on a dead connection, and River's
 //     fetch of jobs beside it: the longer of FanOutTimeout (30 s) and
 //     River's 10 s (riverFetchTimeout);
-//   - the listening connection, pinged once it has been silent for 5 s:
-//     the ping, bounded by 10 s (listenerTimeout);
+//   - the fan-out leader's connection, pinged every 5 s: the ping,
+//     bounded by 10 s (listenerTimeout);
+//   - the fan-out lock, held by the old leader's session until Postgres
+//     ends it for its silence: leaderIdleTimeout, FanOutTimeout + 15 s;
 //   - connecting again: the pool's ConnectTimeout
 //     (database.DefaultConnectTimeout, 10 s);
 //   - the pool's other dead connections, each found dead by whoever
@@ -27,8 +29,8 @@ import (
 //     PingTimeout + BrokenCloseTimeout at the most;
 //   - two polls: 2 × PollInterval.
 //
-// With cmd/dispatcher's defaults (25 connections) that is 30 + 10 + 10 +
-// 52 + 2 = 104 s, a worst case that adds up waits which in practice
+// With cmd/dispatcher's defaults (14 connections) that is 30 + 10 + 45 +
+// 10 + 30 + 2 = 127 s, a worst case that adds up waits which in practice
 // overlap: the failover test (TestDispatcherRecovers…) sees 0.3 to 14 s
 // against 32 s at its settings. Work a dead connection had claimed
 // (messages, locked rows) is released by Postgres within its
@@ -38,8 +40,9 @@ import (
 // database.DefaultTCPUserTimeout.
 func RecoveryBound(cfg Config) time.Duration {
 	pool := cfg.Pool.Config()
-	return max(cmp.Or(cfg.FanOutTimeout, DefaultFanOutTimeout), riverFetchTimeout) +
-		listenerTimeout +
+	fanOutTimeout := cmp.Or(cfg.FanOutTimeout, DefaultFanOutTimeout)
+	return max(fanOutTimeout, riverFetchTimeout) +
+		listenerTimeout + leaderIdleTimeout(fanOutTimeout) +
 		pool.ConnConfig.ConnectTimeout +
 		time.Duration(pool.MaxConns)*pool.PingTimeout + database.BrokenCloseTimeout +
 		2*cmp.Or(cfg.PollInterval, DefaultPollInterval)

@@ -11,83 +11,67 @@ import (
 	"github.com/heraldhq/herald/outbox"
 )
 
-// fanOutLoop drains the outbox until ctx ends: it runs fan-out
-// transactions while they find full batches, then sleeps until a publish
-// notifies it or PollInterval passes.
+// fanOutLoop leads the fan-out until ctx ends: it waits to become the
+// fan-out leader (leader.go), then runs fan-out transactions while they
+// find full batches and sleeps until a publish notifies it or
+// PollInterval passes, until its lock connection fails; then it tries to
+// lead again.
 func (d *Dispatcher) fanOutLoop(ctx context.Context) {
 	for ctx.Err() == nil {
-		l, err := d.listen(ctx)
+		l, err := d.lead(ctx)
 		if err != nil {
-			if ctx.Err() == nil {
-				d.logger.ErrorContext(ctx, "listen for published messages; polling until it works", "channel", outbox.NotifyChannel, "error", err)
-			}
-			d.drain(ctx)
-			sleep(ctx, d.pollInterval)
-			continue
+			return
 		}
 		d.drainAndWait(ctx, l)
 		l.close(ctx)
+		if ctx.Err() == nil {
+			d.logger.WarnContext(ctx, "no longer leading the fan-out; another dispatcher may take it over")
+		}
 	}
 }
 
-// The fan-out's LISTEN connection. A connection that died without closing
-// waits for notifications in silence, so one that has been silent for
-// listenerPingInterval is pinged: a dead one is noticed within
-// listenerPingInterval + listenerTimeout, however long PollInterval, and
-// the fan-out listens again on a new one. River's own listener does the
-// same, at the same interval.
+// The fan-out leader's lock connection, which also LISTENs, is pinged every
+// listenerPingInterval, notifications or not, between fan-out transactions
+// too (keepAlive). So a dead one is noticed within listenerPingInterval +
+// listenerTimeout, however long PollInterval, and the dispatcher gives up
+// leading and tries again; and Postgres, which ends the session once the
+// leader has sent nothing for leaderIdleTimeout, ends it only when the
+// leader stopped sending (see leader.go). River's own listener pings at
+// the same interval.
 const (
 	listenerPingInterval = 5 * time.Second
-	// listenerTimeout bounds connecting and subscribing, a ping, and
+	// listenerTimeout bounds taking the lock and subscribing, a ping, and
 	// closing.
 	listenerTimeout = 10 * time.Second
 )
 
-// listener is a connection subscribed to outbox.NotifyChannel.
+// listener is the fan-out leader's connection: it holds leaderLockKey and
+// is subscribed to outbox.NotifyChannel.
 type listener struct {
 	conn *pgx.Conn
-	// heard is when the connection last showed it was alive: a
-	// notification or a ping's answer.
-	heard time.Time
-}
-
-// listen opens a connection of its own (a pooled one would carry the
-// LISTEN back into the pool) and subscribes it to outbox.NotifyChannel.
-func (d *Dispatcher) listen(ctx context.Context) (*listener, error) {
-	ctx, cancel := context.WithTimeout(ctx, listenerTimeout)
-	defer cancel()
-	conn, err := pgx.ConnectConfig(ctx, d.pool.Config().ConnConfig)
-	if err != nil {
-		return nil, err
-	}
-	if _, err := conn.Exec(ctx, "LISTEN "+outbox.NotifyChannel); err != nil {
-		_ = conn.Close(context.WithoutCancel(ctx))
-		return nil, err
-	}
-	return &listener{conn: conn, heard: time.Now()}, nil
+	// pinged is when the connection last answered a statement of the
+	// leader's: a ping, or the session's set-up.
+	pinged time.Time
 }
 
 // wait waits up to wait for a notification and says whether one came. It
-// pings the connection whenever it has been silent for
-// listenerPingInterval, and returns an error when the connection failed.
+// pings the connection every listenerPingInterval, and returns an error
+// when the connection failed.
 func (l *listener) wait(ctx context.Context, wait time.Duration) (bool, error) {
 	until := time.Now().Add(wait)
 	for {
-		if time.Since(l.heard) >= listenerPingInterval {
-			if err := l.ping(ctx); err != nil {
-				return false, err
-			}
+		if err := l.keepAlive(ctx); err != nil {
+			return false, err
 		}
 		left := time.Until(until)
 		if left <= 0 {
 			return false, nil
 		}
-		waitCtx, cancel := context.WithTimeout(ctx, min(left, listenerPingInterval-time.Since(l.heard)))
+		waitCtx, cancel := context.WithTimeout(ctx, min(left, listenerPingInterval-time.Since(l.pinged)))
 		_, err := l.conn.WaitForNotification(waitCtx)
 		cancel()
 		switch {
 		case err == nil:
-			l.heard = time.Now()
 			return true, nil
 		case ctx.Err() != nil || !errors.Is(err, context.DeadlineExceeded):
 			return false, err
@@ -95,13 +79,18 @@ func (l *listener) wait(ctx context.Context, wait time.Duration) (bool, error) {
 	}
 }
 
-func (l *listener) ping(ctx context.Context) error {
+// keepAlive pings the connection when listenerPingInterval has passed
+// since it last answered one.
+func (l *listener) keepAlive(ctx context.Context) error {
+	if time.Since(l.pinged) < listenerPingInterval {
+		return nil
+	}
 	ctx, cancel := context.WithTimeout(ctx, listenerTimeout)
 	defer cancel()
 	if err := l.conn.Ping(ctx); err != nil {
-		return fmt.Errorf("ping the listening connection: %w", err)
+		return fmt.Errorf("ping the fan-out leader's connection: %w", err)
 	}
-	l.heard = time.Now()
+	l.pinged = time.Now()
 	return nil
 }
 
@@ -121,7 +110,7 @@ func (d *Dispatcher) drainAndWait(ctx context.Context, l *listener) {
 	for {
 		// Subscribed before draining, so a publish committed while a batch
 		// runs still wakes the next wait.
-		d.drain(ctx)
+		d.drain(ctx, l)
 		w.drained(time.Now())
 		notified, err := l.wait(ctx, w.wait(time.Now()))
 		if notified {

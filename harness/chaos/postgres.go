@@ -1,6 +1,7 @@
 package chaos
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -23,6 +24,8 @@ type PrivateServer struct {
 	dir   string // data directory, socket directory and log, all in one
 	port  int
 	runAs *user.User // nil: run the binaries as this process's user
+	// maxConns is the server's max_connections.
+	maxConns int
 }
 
 // PrivateServerConfig says where the Postgres binaries are.
@@ -34,15 +37,22 @@ type PrivateServerConfig struct {
 	// process is root, which Postgres refuses to run as. Defaults to
 	// "postgres". Ignored when this process is not root.
 	RunAs string
+	// MaxConnections is the server's max_connections. Defaults to
+	// DefaultPrivateMaxConnections, room for a chaos run's connections.
+	// Zero means the default.
+	MaxConnections int
 }
 
-// privateServerSettings are the server's settings: loopback only, its
-// socket in its own directory, room for the run's connections, and no
+// DefaultPrivateMaxConnections is PrivateServerConfig.MaxConnections's
+// default.
+const DefaultPrivateMaxConnections = 200
+
+// privateServerSettings are the server's settings besides max_connections:
+// loopback only, its socket in its own directory, and no
 // fsync, since the run tests what its clients see of a restart, not the
 // durability of a crash (the restart is a clean one, pg_ctl's fast mode).
 var privateServerSettings = []string{
 	"listen_addresses=127.0.0.1",
-	"max_connections=200",
 	"fsync=off",
 	"synchronous_commit=off",
 	"full_page_writes=off",
@@ -59,7 +69,10 @@ func StartPrivateServer(ctx context.Context, cfg PrivateServerConfig) (_ *Privat
 			return nil, fmt.Errorf("private Postgres: %w; install Postgres's server binaries or point at their directory", err)
 		}
 	}
-	s := &PrivateServer{bin: cfg.BinDir}
+	if cfg.MaxConnections < 0 {
+		return nil, fmt.Errorf("private Postgres: MaxConnections must not be negative, got %d; zero means %d", cfg.MaxConnections, DefaultPrivateMaxConnections)
+	}
+	s := &PrivateServer{bin: cfg.BinDir, maxConns: cmp.Or(cfg.MaxConnections, DefaultPrivateMaxConnections)}
 	if os.Geteuid() == 0 {
 		name := cfg.RunAs
 		if name == "" {
@@ -130,7 +143,7 @@ func (s *PrivateServer) start(ctx context.Context) error {
 
 // ctlArgs are pg_ctl's arguments for action, with the server's settings.
 func (s *PrivateServer) ctlArgs(action string) []string {
-	opts := []string{"-p", strconv.Itoa(s.port), "-k", s.dir}
+	opts := []string{"-p", strconv.Itoa(s.port), "-k", s.dir, "-c", "max_connections=" + strconv.Itoa(s.maxConns)}
 	for _, setting := range privateServerSettings {
 		opts = append(opts, "-c", setting)
 	}

@@ -41,6 +41,12 @@ type Options struct {
 	// Timeouts bound the waits of the pool's connections. The zero value
 	// is the defaults (see Timeouts).
 	Timeouts Timeouts
+	// ApplicationName is the application_name of the pool's connections,
+	// which pg_stat_activity shows: Herald's programs give their own
+	// ("herald-api", "herald-dispatcher"), so that an operator can count
+	// each program's connections. An application_name in the URL wins.
+	// Empty leaves it to the URL or libpq's PGAPPNAME.
+	ApplicationName string
 }
 
 // ParseURL checks a DSN and returns pgxpool's configuration for it, with an
@@ -70,6 +76,9 @@ func Open(ctx context.Context, dsn string, opts Options) (*pgxpool.Pool, error) 
 		cfg.MaxConns = opts.MaxConns
 	}
 	opts.Timeouts.apply(cfg)
+	if opts.ApplicationName != "" && !urlSets(&cfg.ConnConfig.Config, "application_name") {
+		cfg.ConnConfig.RuntimeParams["application_name"] = opts.ApplicationName
+	}
 	cfg.BeforeClose = closeWithin(BrokenCloseTimeout)
 	cfg.AfterConnect = func(_ context.Context, conn *pgx.Conn) error {
 		registerUUID(conn.TypeMap())

@@ -89,3 +89,25 @@ func missingDatabase(t *testing.T, prefix string) (url, name string) {
 	})
 	return fmt.Sprintf("postgres://%s@%s:%d/%s?sslmode=disable", cfg.User, cfg.Host, cfg.Port, cfg.Database), cfg.Database
 }
+
+// A program's connections carry its application_name, so that
+// pg_stat_activity counts them by program; one in the URL wins.
+func TestOpenNamesTheApplication(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	url := pgtest.NewDatabase(t, pgtest.Empty)
+	name := func(dsn string) string {
+		pool, err := database.Open(ctx, dsn, database.Options{ApplicationName: "herald-test"})
+		require.NoError(t, err)
+		defer pool.Close()
+		var got string
+		require.NoError(t, pool.QueryRow(ctx, "SELECT current_setting('application_name')").Scan(&got))
+		return got
+	}
+	require.Equal(t, "herald-test", name(url))
+	sep := "?"
+	if strings.Contains(url, "?") {
+		sep = "&"
+	}
+	require.Equal(t, "mine", name(url+sep+"application_name=mine"), "the URL's application_name wins")
+}

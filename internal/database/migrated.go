@@ -37,6 +37,10 @@ type Config struct {
 	// (10 min). Zero means the default; negative means none. A
 	// statement_timeout in the URL wins here too.
 	MigrationTimeout time.Duration
+	// ApplicationName is the application_name of the connections, the
+	// migrating ones included (see Options.ApplicationName). Empty leaves
+	// it to the URL.
+	ApplicationName string
 }
 
 // DefaultMigrationTimeout is Config.MigrationTimeout's default: a
@@ -55,7 +59,7 @@ func OpenMigrated(ctx context.Context, cfg Config) (*pgxpool.Pool, error) {
 			return nil, err
 		}
 	}
-	pool, err := Open(ctx, cfg.URL, Options{MaxConns: cfg.MaxConns, Timeouts: cfg.Timeouts})
+	pool, err := Open(ctx, cfg.URL, Options{MaxConns: cfg.MaxConns, Timeouts: cfg.Timeouts, ApplicationName: cfg.ApplicationName})
 	if err != nil {
 		return nil, err
 	}
@@ -80,7 +84,7 @@ func OpenMigrated(ctx context.Context, cfg Config) (*pgxpool.Pool, error) {
 func migrate(ctx context.Context, cfg Config) error {
 	timeouts := cfg.Timeouts
 	timeouts.Statement = cmp.Or(cfg.MigrationTimeout, DefaultMigrationTimeout)
-	pool, err := Open(ctx, cfg.URL, Options{MaxConns: migrationConns, CreateDatabase: true, Timeouts: timeouts})
+	pool, err := Open(ctx, cfg.URL, Options{MaxConns: migrationConns, CreateDatabase: true, Timeouts: timeouts, ApplicationName: cfg.ApplicationName})
 	if err != nil {
 		return err
 	}

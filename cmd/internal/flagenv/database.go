@@ -30,18 +30,24 @@ type Database struct {
 	// MigrationTimeout is --migrate-timeout (HERALD_MIGRATE_TIMEOUT).
 	// Defaults to database.DefaultMigrationTimeout.
 	MigrationTimeout time.Duration
+	// ApplicationName is the connections' application_name: "herald-"
+	// and the program's name, set by DatabaseVar; an application_name in
+	// the URL wins.
+	ApplicationName string
 }
 
 // DatabaseVar defines --database-url, --migrate, --max-conns, the
 // connections' timeouts and --migrate-timeout, with defaultMaxConns as the
 // default of --max-conns (the dispatcher needs more connections than the
-// api).
+// api). The connections' application_name is "herald-" and the
+// FlagSet's name.
 func (f *FlagSet) DatabaseVar(d *Database, defaultMaxConns int) {
+	d.ApplicationName = "herald-" + f.Name()
 	f.StringVar(&d.URL, "database-url", database.DefaultURL, "Postgres URL; a connect_timeout, statement_timeout or idle_in_transaction_session_timeout in it wins over the --db-* flag")
 	f.Env("database-url", database.EnvURL)
 	f.BoolVar(&d.Migrate, "migrate", DefaultMigrate, "create the database if missing and apply migrations on start")
 	f.Env("migrate", "HERALD_MIGRATE")
-	f.IntVar(&d.MaxConns, "max-conns", defaultMaxConns, "maximum database connections; 0 means max(4, CPUs)")
+	f.IntVar(&d.MaxConns, "max-conns", defaultMaxConns, "maximum pooled database connections; the program opens one more for its LISTEN, a dispatcher leading the fan-out one more for its lock (README: Replicas and database connections); 0 means max(4, CPUs)")
 	f.Env("max-conns", "HERALD_MAX_CONNS")
 
 	timeouts := []struct {
@@ -80,5 +86,6 @@ func (d Database) Open(ctx context.Context, logger *slog.Logger) (*pgxpool.Pool,
 		Logger:           logger,
 		Timeouts:         d.Timeouts,
 		MigrationTimeout: d.MigrationTimeout,
+		ApplicationName:  d.ApplicationName,
 	})
 }

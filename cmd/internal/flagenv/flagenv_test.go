@@ -120,6 +120,7 @@ func TestDatabaseTimeoutsComeFromFlagsAndEnvironment(t *testing.T) {
 		TCPUser:           -time.Second,
 	}, db.Timeouts)
 	require.Equal(t, time.Hour, db.MigrationTimeout)
+	require.Equal(t, "herald-test", db.ApplicationName, "pg_stat_activity names the program")
 }
 
 func TestEnvWithoutItsFlagPanics(t *testing.T) {
