@@ -13,6 +13,7 @@ import (
 	"encoding/hex"
 	"errors"
 	"fmt"
+	"io"
 	"io/fs"
 	"log/slog"
 	"math"
@@ -45,8 +46,14 @@ type Migration struct {
 }
 
 // All returns Herald's migrations in version order.
-func All() ([]Migration, error) {
-	entries, err := fs.Glob(files, "*.sql")
+func All() ([]Migration, error) { return Load(files, "migration", "0001_core.sql") }
+
+// Load reads the numbered SQL files of fsys in version order: each name
+// starts with its version and an underscore, like example. set names the
+// files in errors ("migration", "producer migration"). Two files of one
+// version are an error.
+func Load(fsys fs.FS, set, example string) ([]Migration, error) {
+	entries, err := fs.Glob(fsys, "*.sql")
 	if err != nil {
 		return nil, err
 	}
@@ -55,9 +62,9 @@ func All() ([]Migration, error) {
 		number, _, ok := strings.Cut(name, "_")
 		version, err := strconv.Atoi(number)
 		if !ok || err != nil {
-			return nil, fmt.Errorf("migration file %q: name must start with a number and an underscore, like 0001_core.sql", name)
+			return nil, fmt.Errorf("%s file %q: name must start with a number and an underscore, like %s", set, name, example)
 		}
-		sql, err := files.ReadFile(name)
+		sql, err := fs.ReadFile(fsys, name)
 		if err != nil {
 			return nil, err
 		}
@@ -66,24 +73,33 @@ func All() ([]Migration, error) {
 	sort.Slice(all, func(i, j int) bool { return all[i].Version < all[j].Version })
 	for i := 1; i < len(all); i++ {
 		if all[i].Version == all[i-1].Version {
-			return nil, fmt.Errorf("migrations %s and %s share version %d", all[i-1].Name, all[i].Name, all[i].Version)
+			return nil, fmt.Errorf("%ss %s and %s share version %d", set, all[i-1].Name, all[i].Name, all[i].Version)
 		}
 	}
 	return all, nil
 }
 
-// Fingerprint is a hash of every embedded migration. Test helpers use it to
-// name template databases, so a changed migration gets a fresh template.
+// Fingerprint is a hash of every embedded migration and of River's. Test
+// helpers use it to name template databases, so a changed migration gets a
+// fresh template.
 func Fingerprint() string {
 	all, err := All()
 	if err != nil {
 		return "invalid"
 	}
+	return FingerprintOf(all, fmt.Sprintf("river %d\n", len(riverMigrator(nil).AllVersions())))
+}
+
+// FingerprintOf hashes the migrations all, then more, into 16 hex digits:
+// a name for a template database built from them.
+func FingerprintOf(all []Migration, more ...string) string {
 	h := sha256.New()
 	for _, m := range all {
 		fmt.Fprintf(h, "%d %s\n%s\n", m.Version, m.Name, m.SQL)
 	}
-	fmt.Fprintf(h, "river %d\n", len(riverMigrator(nil).AllVersions()))
+	for _, s := range more {
+		io.WriteString(h, s)
+	}
 	return hex.EncodeToString(h.Sum(nil))[:16]
 }
 

@@ -9,7 +9,6 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/heraldhq/herald/internal/pgtest"
-	"github.com/heraldhq/herald/migrations/producer"
 )
 
 // The relay's queries on a source follow an index, whatever the size of
@@ -19,7 +18,7 @@ import (
 func TestSourceQueriesFollowIndexes(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()
-	pool := pgtest.NewPoolFrom(t, pgtest.Template{Name: "producer", Fingerprint: producer.Fingerprint(), Migrate: producer.Apply})
+	pool := pgtest.NewPoolFrom(t, pgtest.Producer)
 	_, err := pool.Exec(ctx, `INSERT INTO herald.outbox (id, tenant_id, event_type, object_id, object_version, body, created_at, relayed_at)
 SELECT herald.uuid_v7(now() - g * interval '1 ms'), 't' || (g % 10), 'x', 'o' || (g % 5000), g, '{}', now(),
     CASE WHEN g > 2000 THEN now() - interval '1 hour' END

@@ -15,7 +15,6 @@ import (
 	"github.com/heraldhq/herald/internal/pgtest"
 	"github.com/heraldhq/herald/internal/secretbox"
 	"github.com/heraldhq/herald/internal/webhooktest"
-	"github.com/heraldhq/herald/migrations/producer"
 	"github.com/heraldhq/herald/relay"
 	"github.com/heraldhq/herald/schedule"
 	"github.com/heraldhq/herald/store"
@@ -25,9 +24,6 @@ const (
 	tenant = "acme"
 	source = "billing"
 )
-
-// producerTemplate is a database with the producer's outbox only.
-var producerTemplate = pgtest.Template{Name: "producer", Fingerprint: producer.Fingerprint(), Migrate: producer.Apply}
 
 // testBundle is split mode in miniature: Herald's database and a
 // producer's, two scratch databases on the test server.
@@ -42,7 +38,7 @@ func setup(t *testing.T) (*testBundle, context.Context) {
 	ctx := context.Background()
 	b := &testBundle{
 		herald:   open(t, pgtest.NewDatabase(t, pgtest.Herald), 4),
-		producer: open(t, pgtest.NewDatabase(t, producerTemplate), 4),
+		producer: open(t, pgtest.NewDatabase(t, pgtest.Producer), 4),
 	}
 	box, err := secretbox.Parse(secretbox.Generate())
 	require.NoError(t, err)

@@ -26,16 +26,9 @@ package producer
 
 import (
 	"context"
-	"crypto/sha256"
 	"embed"
-	"encoding/hex"
 	"errors"
 	"fmt"
-	"io/fs"
-	"path"
-	"sort"
-	"strconv"
-	"strings"
 
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgxpool"
@@ -55,34 +48,9 @@ const advisoryLockKey int64 = 0x686572616c64 + 1
 //go:embed *.sql
 var files embed.FS
 
-// Migration is one numbered SQL file of the producer's set.
-type Migration struct {
-	Version int
-	Name    string
-	SQL     string
-}
-
 // All returns the producer's migrations in version order.
-func All() ([]Migration, error) {
-	entries, err := fs.Glob(files, "*.sql")
-	if err != nil {
-		return nil, err
-	}
-	all := make([]Migration, 0, len(entries))
-	for _, name := range entries {
-		number, _, ok := strings.Cut(name, "_")
-		version, err := strconv.Atoi(number)
-		if !ok || err != nil {
-			return nil, fmt.Errorf("producer migration file %q: name must start with a number and an underscore, like 0001_outbox.sql", name)
-		}
-		sql, err := files.ReadFile(name)
-		if err != nil {
-			return nil, err
-		}
-		all = append(all, Migration{Version: version, Name: strings.TrimSuffix(path.Base(name), ".sql"), SQL: string(sql)})
-	}
-	sort.Slice(all, func(i, j int) bool { return all[i].Version < all[j].Version })
-	return all, nil
+func All() ([]migrations.Migration, error) {
+	return migrations.Load(files, "producer migration", "0001_outbox.sql")
 }
 
 // Fingerprint is a hash of every producer migration; test helpers name
@@ -92,11 +60,7 @@ func Fingerprint() string {
 	if err != nil {
 		return "invalid"
 	}
-	h := sha256.New()
-	for _, m := range all {
-		fmt.Fprintf(h, "%d %s\n%s\n", m.Version, m.Name, m.SQL)
-	}
-	return hex.EncodeToString(h.Sum(nil))[:16]
+	return migrations.FingerprintOf(all)
 }
 
 // ErrHeraldDatabase means the database holds Herald's own schema: a
