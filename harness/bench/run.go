@@ -238,6 +238,7 @@ func (r *runner) herald(ctx context.Context, s Scenario, hang bool) (res Result,
 // producers publish into a producer database of its own, made for the run.
 func (r *runner) heraldOn(ctx context.Context, st *stage, s Scenario, hang bool, key string) (res Result, err error) {
 	publishURL, source := st.url, ""
+	producerCPU := func() (time.Duration, error) { return 0, nil }
 	if s.Split {
 		url, drop, err := r.cfg.NewProducerDatabase(ctx)
 		if err != nil {
@@ -249,6 +250,14 @@ func (r *runner) heraldOn(ctx context.Context, st *stage, s Scenario, hang bool,
 			}
 		}()
 		publishURL, source = url, url
+		// The producer database's backends (the producers', the relay's)
+		// count in the run's Postgres CPU.
+		producerStats, err := pgx.Connect(ctx, url)
+		if err != nil {
+			return Result{}, fmt.Errorf("connect to the producer database: %w", err)
+		}
+		defer func() { _ = producerStats.Close(context.WithoutCancel(ctx)) }()
+		producerCPU = func() (time.Duration, error) { return backendCPU(ctx, producerStats) }
 	}
 	rec := newRecorder(time.Now())
 	specs := endpointSpecs(s, hang)
@@ -348,11 +357,15 @@ func (r *runner) heraldOn(ctx context.Context, st *stage, s Scenario, hang bool,
 	res.Problem = r.waitDelivered(ctx, rec, res.Deliveries)
 	rcv.releaseHanging()
 	pgCPU, err := backendCPU(ctx, st.stats)
+	var sourceCPU time.Duration
+	if err == nil {
+		sourceCPU, err = producerCPU()
+	}
 	if err != nil {
 		_, _ = d.Stop(ctx)
 		return Result{}, err
 	}
-	res.PostgresCPUSeconds = pgCPU.Seconds()
+	res.PostgresCPUSeconds = (pgCPU + sourceCPU).Seconds()
 	res.APICPUSeconds, err = gen.stop(ctx)
 	if err != nil {
 		_, _ = d.Stop(ctx)

@@ -82,7 +82,9 @@ type Scenario struct {
 	Noisy *Noisy
 	// Split runs Herald in split mode: the producers publish into a
 	// producer database of their own (Config.NewProducerDatabase), from
-	// which the dispatcher relays into Herald's.
+	// which the dispatcher relays into Herald's. Its Postgres CPU counts
+	// both databases' backends and its WAL is the server's, as always;
+	// its rows and stored bytes are Herald's database's only.
 	Split bool
 }
 
