@@ -11,6 +11,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/heraldhq/herald/internal/deliverystatus"
+	"github.com/heraldhq/herald/internal/historyid"
 	"github.com/heraldhq/herald/internal/testfactory"
 )
 
@@ -123,7 +124,7 @@ func (b *testBundle) addDelivery(t *testing.T, message string, endpoint uuid.UUI
 	}).ID
 	if outcome != "" {
 		_, err := b.pool.Exec(b.ctx, `INSERT INTO herald.attempts (id, delivery_id, message_id, endpoint_id, attempt_number, trigger, started_at, duration_ms, status_code, outcome)
-VALUES ($1, $2, $3, $4, 1, 'scheduled', now(), 12, 200, $5)`, uuid.Must(uuid.NewV7()), id, message, endpoint, outcome)
+VALUES ($1, $2, $3, $4, 1, 'scheduled', now(), 12, 200, $5)`, uuid.Must(historyid.Child(id)), id, message, endpoint, outcome)
 		require.NoError(t, err)
 	}
 	return id

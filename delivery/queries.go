@@ -11,7 +11,8 @@ const (
 	// and token (see endpointClients). Then come what the in-flight caps
 	// learn (see inflight): the tenant's own cap and the endpoint's
 	// unanswered streak. Last come the endpoint's own headers, timeout and
-	// retry policy (see endpointOptions).
+	// retry policy (see endpointOptions). The batch's span of ids prunes
+	// the partitions of deliveries it cannot be in (see herald.least_id).
 	loadDeliveries = `SELECT d.id, d.status, d.attempt_count, d.attempts_before_requeue, d.first_attempt_at, d.generation, d.next_attempt_at,
     d.message_id, m.body, m.traceparent, m.tenant_id, m.object_id, m.object_version,
     d.endpoint_id, e.url, e.enabled, coalesce(e.rate_limit, 0), e.ordering = 'object',
@@ -28,7 +29,7 @@ LEFT JOIN LATERAL (
     FROM herald.endpoint_secrets
     WHERE endpoint_id = e.id AND (expires_at IS NULL OR expires_at > $2)
 ) s ON true
-WHERE d.id = ANY($1)`
+WHERE d.id = ANY($1) AND d.id BETWEEN herald.least_id($1) AND herald.greatest_id($1)`
 
 	// selectEndpointOptions reads an endpoint's custom headers, timeout and
 	// retry policy, for a probe (loadDeliveries reads them with deliveries).
@@ -62,7 +63,8 @@ WHERE id = $1 AND status = 'pending' AND generation = $3`
 	// endpoint that still belong to their batch job of generation $3.
 	cancelDeliveries = `UPDATE herald.deliveries
 SET status = 'cancelled', next_attempt_at = NULL, completed_at = $2, updated_at = now()
-WHERE id = ANY($1) AND status = 'pending' AND generation = $3`
+WHERE id = ANY($1) AND id BETWEEN herald.least_id($1) AND herald.greatest_id($1)
+  AND status = 'pending' AND generation = $3`
 
 	// handOff marks the deliveries $1 that still belong to their batch job
 	// of generation $3 (not requeued since, not attempted since, no next
@@ -70,7 +72,8 @@ WHERE id = ANY($1) AND status = 'pending' AND generation = $3`
 	// inserted with them, and returns them.
 	handOff = `UPDATE herald.deliveries
 SET next_attempt_at = $2, updated_at = now()
-WHERE id = ANY($1) AND status = 'pending' AND generation = $3 AND attempt_count = attempts_before_requeue
+WHERE id = ANY($1) AND id BETWEEN herald.least_id($1) AND herald.greatest_id($1)
+  AND status = 'pending' AND generation = $3 AND attempt_count = attempts_before_requeue
   AND next_attempt_at IS NULL
 RETURNING id`
 

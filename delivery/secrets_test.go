@@ -22,6 +22,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/heraldhq/herald/delivery"
+	"github.com/heraldhq/herald/internal/historyid"
 	"github.com/heraldhq/herald/internal/pgtest"
 	"github.com/heraldhq/herald/internal/secretbox"
 	"github.com/heraldhq/herald/internal/ssrf"
@@ -104,7 +105,7 @@ func (b *secretsBundle) send(t *testing.T, ctx context.Context, endpoint uuid.UU
 	t.Helper()
 	p, err := outbox.PublishPool(ctx, b.pool, outbox.Message{Tenant: tenant, Type: "invoice.paid", ObjectID: "inv_1", Data: map[string]any{"amount": 1}})
 	require.NoError(t, err)
-	id := uuid.Must(uuid.NewV7())
+	id := uuid.Must(historyid.Child(p.ID))
 	_, err = b.pool.Exec(ctx, "INSERT INTO herald.deliveries (id, message_id, endpoint_id, tenant_id) VALUES ($1, $2, $3, $4)", id, p.ID, endpoint, tenant)
 	require.NoError(t, err)
 	before := b.receiver.Count()

@@ -16,6 +16,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/heraldhq/herald/delivery"
+	"github.com/heraldhq/herald/internal/historyid"
 	"github.com/heraldhq/herald/internal/pgtest"
 	"github.com/heraldhq/herald/internal/secretbox"
 	"github.com/heraldhq/herald/internal/webhooktest"
@@ -134,10 +135,11 @@ func (b *testBundle) enqueue(t *testing.T, ctx context.Context, message, endpoin
 	return id
 }
 
-// pendingDelivery creates a pending delivery without a job.
+// pendingDelivery creates a pending delivery without a job, its id of its
+// message's millisecond as the fan-out makes it (historyid.Child).
 func (b *testBundle) pendingDelivery(t *testing.T, ctx context.Context, message, endpoint uuid.UUID) uuid.UUID {
 	t.Helper()
-	id := uuid.Must(uuid.NewV7())
+	id := uuid.Must(historyid.Child(message))
 	_, err := b.pool.Exec(ctx, "INSERT INTO herald.deliveries (id, message_id, endpoint_id, tenant_id) VALUES ($1, $2, $3, $4)",
 		id, message, endpoint, tenant)
 	require.NoError(t, err)

@@ -14,6 +14,7 @@ import (
 
 	"github.com/heraldhq/herald/deliverylog"
 	"github.com/heraldhq/herald/internal/deliverystatus"
+	"github.com/heraldhq/herald/internal/historyid"
 	"github.com/heraldhq/herald/internal/page"
 	"github.com/heraldhq/herald/internal/pgtest"
 	"github.com/heraldhq/herald/internal/testfactory"
@@ -68,7 +69,11 @@ func (b *testBundle) delivery(t *testing.T, message, endpoint uuid.UUID, status 
 // got statusCode.
 func (b *testBundle) attempt(t *testing.T, delivery uuid.UUID, n int, startedAt time.Time, statusCode int) uuid.UUID {
 	t.Helper()
-	id := uuid.Must(uuid.NewV7())
+	// An attempt's id carries its delivery's millisecond, as
+	// delivery.recordAttempt makes it: the log looks a message's attempts
+	// up in the partition of that millisecond.
+	id, err := historyid.Child(delivery)
+	require.NoError(t, err)
 	b.exec(t, `
 INSERT INTO herald.attempts (id, delivery_id, message_id, endpoint_id, attempt_number, trigger, started_at,
   duration_ms, request_headers, status_code, response_excerpt, outcome)

@@ -5,6 +5,7 @@ import (
 	"time"
 
 	"github.com/google/uuid"
+	"github.com/jackc/pgx/v5"
 
 	"github.com/heraldhq/herald/internal/historyplan"
 )
@@ -22,23 +23,34 @@ func TestHistoryQueriesUseIndexes(t *testing.T) {
 		ep      = &s.EndpointID
 		weekAgo = time.Now().Add(-7 * 24 * time.Hour)
 	)
+	// A page of the portal's log: the hot tenant's latest 25 messages.
+	var pageOfMessages []uuid.UUID
+	rows, err := pool.Query(t.Context(), `SELECT id FROM herald.messages WHERE tenant_id = $1 ORDER BY created_at DESC, id DESC LIMIT 25`, s.TenantID)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if pageOfMessages, err = pgx.CollectRows(rows, pgx.RowTo[uuid.UUID]); err != nil {
+		t.Fatal(err)
+	}
 	historyplan.Check(t, pool, []historyplan.Query{
-		{Name: "messages: first page", SQL: listMessages, Args: []any{s.TenantID, noText, noText, noID, none, none, none, noID, 51, ScanBudget}},
+		{Name: "messages: first page", SQL: listMessages, Args: []any{s.TenantID, noText, noText, noID, none, none, none, noID, 51, ScanBudget},
+			OnePartition: []string{"deliveries"}},
 		{Name: "messages: next page", SQL: listMessages, Args: []any{s.TenantID, noText, noText, noID, none, none, &s.DeliveryAt, &s.MessageID, 51, ScanBudget},
-			IndexConds: []string{"ROW(created_at, id) < ROW("}},
-		{Name: "messages: by status and endpoint", SQL: listMessages, Args: []any{s.TenantID, noText, &status, ep, none, none, none, noID, 51, ScanBudget}},
+			IndexConds: []string{"ROW(created_at, id) < ROW("}, OnePartition: []string{"deliveries"}},
+		{Name: "messages: by status and endpoint", SQL: listMessages, Args: []any{s.TenantID, noText, &status, ep, none, none, none, noID, 51, ScanBudget},
+			OnePartition: []string{"deliveries"}},
 		{Name: "messages: by type since a week", SQL: listMessageSummaries, Args: []any{s.TenantID, "invoice.paid", noText, noID, &weekAgo, none, none, noID, 51, ScanBudget}},
 		{Name: "messages: where the walk ends", SQL: walkEnd, Args: []any{s.TenantID, none, none, &s.DeliveryAt, &s.MessageID, ScanBudget},
 			IndexConds: []string{"ROW(created_at, id) < ROW("}},
-		{Name: "message", SQL: selectMessage, Args: []any{s.TenantID, s.MessageID}},
-		{Name: "message: deliveries", SQL: listDeliveries, Args: []any{s.TenantID, s.MessageID}},
-		{Name: "messages: their deliveries", SQL: listDeliveriesOfMessages, Args: []any{s.TenantID, []uuid.UUID{s.MessageID}}},
+		{Name: "message", SQL: selectMessage, Args: []any{s.TenantID, s.MessageID}, OnePartition: []string{"deliveries"}},
+		{Name: "message: deliveries", SQL: listDeliveries, Args: []any{s.TenantID, s.MessageID}, OnePartition: []string{"deliveries"}},
+		{Name: "messages: their deliveries", SQL: listDeliveriesOfMessages, Args: []any{s.TenantID, pageOfMessages}, OnePartition: []string{"deliveries"}},
 		{Name: "endpoint: recent deliveries", SQL: listRecentDeliveries, Args: []any{s.TenantID, s.EndpointID, 50}},
 		{Name: "delivery", SQL: selectDelivery, Args: []any{s.TenantID, s.DeliveryID}},
-		{Name: "message: attempts", SQL: listMessageAttempts, Args: []any{s.TenantID, s.MessageID, none, none, none, noID, 51}},
-		{Name: "message: attempts by delivery", SQL: listAttemptsByDelivery, Args: []any{s.TenantID, s.MessageID}},
+		{Name: "message: attempts", SQL: listMessageAttempts, Args: []any{s.TenantID, s.MessageID, none, none, none, noID, 51}, OnePartition: []string{"attempts"}},
+		{Name: "message: attempts by delivery", SQL: listAttemptsByDelivery, Args: []any{s.TenantID, s.MessageID}, OnePartition: []string{"attempts"}},
 		{Name: "endpoint: attempts, next page", SQL: listEndpointAttempts, Args: []any{s.TenantID, s.EndpointID, none, none, &s.DeliveryAt, &s.DeliveryID, 51},
 			IndexConds: []string{"ROW(started_at, id) < ROW("}},
-		{Name: "attempt", SQL: selectAttempt, Args: []any{s.TenantID, s.AttemptID}},
+		{Name: "attempt", SQL: selectAttempt, Args: []any{s.TenantID, s.AttemptID}, OnePartition: []string{"attempts", "deliveries", "messages"}},
 	})
 }

@@ -1,14 +1,22 @@
 package deliverylog
 
 // The SQL of the delivery log. $1 is always the tenant whose log is read.
+//
+// A lookup of a message's deliveries or attempts by message_id also names
+// the range of ids that holds them, herald.history_lower(id) to
+// history_upper(id) (migration 0046): the planner then reads the one
+// partition of that range, where message_id alone would probe the index of
+// every partition (35 at the default retention).
 const (
 	messageColumns = `m.id, m.tenant_id, m.event_type, m.object_id, m.object_version,
   m.idempotency_key, m.created_at, m.dispatched_at, m.channels`
 
 	// messageCounts counts m's deliveries by status, through the
-	// (message_id, endpoint_id) key.
+	// (message_id, endpoint_id) key of m's partition.
 	messageCounts = `(SELECT coalesce(jsonb_object_agg(status, n), '{}') FROM (
-     SELECT d.status, count(*) AS n FROM herald.deliveries d WHERE d.message_id = m.id GROUP BY d.status) AS counts)`
+     SELECT d.status, count(*) AS n FROM herald.deliveries d
+     WHERE d.message_id = m.id AND d.id >= herald.history_lower(m.id) AND d.id < herald.history_upper(m.id)
+     GROUP BY d.status) AS counts)`
 
 	// messageWalk is the walk of a message list: up to $10 (ScanBudget) of
 	// the tenant's messages created in [since, until) ($5, $6; NULL leaves
@@ -35,7 +43,7 @@ LIMIT $10`
 FROM (` + messageWalk + `) m
 LEFT JOIN LATERAL (
     SELECT true AS hit FROM herald.deliveries d
-    WHERE d.message_id = m.id
+    WHERE d.message_id = m.id AND d.id >= herald.history_lower(m.id) AND d.id < herald.history_upper(m.id)
       AND ($3::text IS NULL OR d.status = $3)
       AND ($4::uuid IS NULL OR d.endpoint_id = $4)
     LIMIT 1) f ON $3::text IS NOT NULL OR $4::uuid IS NOT NULL
@@ -70,10 +78,11 @@ WHERE m.tenant_id = $1 AND m.id = $2`
   d.last_attempt_at, d.next_attempt_at, d.completed_at, d.last_status_code, d.last_error, d.created_at`
 
 	// listDeliveries reads a message's deliveries through the
-	// (message_id, endpoint_id) key.
+	// (message_id, endpoint_id) key of its partition.
 	listDeliveries = `
 SELECT ` + deliveryColumns + ` FROM herald.deliveries d
 WHERE d.tenant_id = $1 AND d.message_id = $2
+  AND d.id >= herald.history_lower($2) AND d.id < herald.history_upper($2)
 ORDER BY d.created_at, d.id`
 
 	// listedDeliveryJoins adds a delivery's endpoint and message, each by
@@ -84,10 +93,19 @@ JOIN herald.messages m ON m.id = d.message_id
 JOIN herald.endpoints e ON e.id = d.endpoint_id`
 
 	// listDeliveriesOfMessages reads the messages' deliveries through the
-	// (message_id, endpoint_id) key.
+	// (message_id, endpoint_id) key of each one's partition. The lookup is
+	// a CTE of its own: joined with messages in one query, the planner may
+	// look the deliveries up by the message rows instead of by x, and then
+	// applies x's bounds after probing every partition.
 	listDeliveriesOfMessages = `
-SELECT ` + deliveryColumns + listedDeliveryJoins + `
-WHERE d.tenant_id = $1 AND d.message_id = ANY($2)
+WITH d AS MATERIALIZED (
+    SELECT d.* FROM unnest($2::uuid[]) AS x(id)
+    JOIN herald.deliveries d ON d.message_id = x.id AND d.id >= herald.history_lower(x.id) AND d.id < herald.history_upper(x.id)
+    WHERE d.tenant_id = $1)
+SELECT ` + deliveryColumns + `, e.url, m.event_type, m.created_at
+FROM d
+JOIN herald.messages m ON m.id = d.message_id
+JOIN herald.endpoints e ON e.id = d.endpoint_id
 ORDER BY e.created_at, e.id`
 
 	// listRecentDeliveries walks deliveries_endpoint_created backwards.
@@ -117,11 +135,11 @@ WHERE d.tenant_id = $1 AND d.id = $2`
 ORDER BY a.started_at DESC, a.id DESC
 LIMIT $7`
 
-	// messageAttempts finds a message's attempts through attempts_message;
-	// the tenant check is the message's, by primary key.
+	// messageAttempts finds a message's attempts through attempts_message
+	// of its partition; the tenant check is the message's, by primary key.
 	messageAttempts = `
 FROM herald.attempts a
-WHERE a.message_id = $2
+WHERE a.message_id = $2 AND a.id >= herald.history_lower($2) AND a.id < herald.history_upper($2)
   AND EXISTS (SELECT 1 FROM herald.messages m WHERE m.id = $2 AND m.tenant_id = $1)`
 
 	listMessageAttempts = `

@@ -19,8 +19,8 @@ func TestHistoryQueriesUseIndexes(t *testing.T) {
 		{Name: "fan-out: claim messages", SQL: claimMessages, Args: []any{500}},
 		{Name: "fan-out: insert deliveries", SQL: insertDeliveries, Args: []any{[]uuid.UUID{uuid.New()}, []uuid.UUID{s.MessageID},
 			[]uuid.UUID{s.EndpointID}, []string{s.TenantID}, []string{"pending"}}},
-		{Name: "reconciler: stranded deliveries", SQL: strandedDeliveries, Args: []any{ids}},
-		{Name: "reconciler: lock pending", SQL: lockPending, Args: []any{ids}},
-		{Name: "reconciler: take over", SQL: takeOver, Args: []any{ids}},
+		{Name: "reconciler: stranded deliveries", SQL: strandedDeliveries, Args: []any{ids}, OnePartition: []string{"deliveries"}},
+		{Name: "reconciler: lock pending", SQL: lockPending, Args: []any{ids}, OnePartition: []string{"deliveries"}},
+		{Name: "reconciler: take over", SQL: takeOver, Args: []any{ids}, OnePartition: []string{"deliveries"}},
 	})
 }

@@ -150,7 +150,7 @@ LIMIT $3`
 	// gets its job when it becomes the head.
 	strandedDeliveries = `SELECT d.id, d.endpoint_id, d.generation
 FROM herald.deliveries d
-WHERE d.id = ANY($1) AND d.status = 'pending'
+WHERE d.id = ANY($1) AND d.id BETWEEN herald.least_id($1) AND herald.greatest_id($1) AND d.status = 'pending'
   AND NOT EXISTS (SELECT FROM herald.ordered_waiting w WHERE w.delivery_id = d.id)
   AND NOT EXISTS (
       SELECT FROM herald.river_job j
@@ -161,7 +161,9 @@ ORDER BY d.id`
 
 	// lockPending locks those of the deliveries $1 that are pending, in id
 	// order as every writer of deliveries does.
-	lockPending = `SELECT id FROM herald.deliveries WHERE id = ANY($1) AND status = 'pending' ORDER BY id FOR UPDATE`
+	lockPending = `SELECT id FROM herald.deliveries
+WHERE id = ANY($1) AND id BETWEEN herald.least_id($1) AND herald.greatest_id($1) AND status = 'pending'
+ORDER BY id FOR UPDATE`
 
 	// takeOver makes the deliveries $1 the business of the jobs inserted
 	// with them, as a batch job's hand-off does: a delivery still waiting
@@ -169,5 +171,5 @@ ORDER BY d.id`
 	// so that no batch job sends it too.
 	takeOver = `UPDATE herald.deliveries
 SET next_attempt_at = coalesce(next_attempt_at, now()), updated_at = now()
-WHERE id = ANY($1)`
+WHERE id = ANY($1) AND id BETWEEN herald.least_id($1) AND herald.greatest_id($1)`
 )

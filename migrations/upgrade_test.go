@@ -57,6 +57,19 @@ INSERT INTO herald.endpoints (id, tenant_id, url) VALUES ('`+endpoint.String()+`
 	require.NoError(t, pool.QueryRow(ctx, `SELECT message_id FROM herald.publish('acme', 'invoice.paid', 'inv_1', '{"amount": 1}', idempotency_key => 'pay_1')`).Scan(&keyed))
 	_, err = pool.Exec(ctx, `SELECT * FROM herald.publish_many('acme', '[{"type": "invoice.paid", "object_id": "inv_2", "data": {}, "idempotency_key": "pay_2"}]')`)
 	require.NoError(t, err)
+	// A delivery and an attempt made before their ids carried their
+	// message's time: seconds after it, as the old fan-out and recording
+	// made them.
+	var early uuid.UUID
+	require.NoError(t, pool.QueryRow(ctx, `SELECT message_id FROM herald.publish('acme', 'invoice.paid', 'inv_4', '{}')`).Scan(&early))
+	lateDelivery := uuid.Must(historyid.Child(historyid.Bound(time.Now().Add(2 * time.Second))))
+	lateAttempt := uuid.Must(historyid.Child(historyid.Bound(time.Now().Add(3 * time.Second))))
+	_, err = pool.Exec(ctx, `INSERT INTO herald.deliveries (id, message_id, endpoint_id, tenant_id, status, attempt_count)
+VALUES ($1, $2, $3, 'acme', 'succeeded', 1)`, lateDelivery, early, endpoint)
+	require.NoError(t, err)
+	_, err = pool.Exec(ctx, `INSERT INTO herald.attempts (id, delivery_id, message_id, endpoint_id, attempt_number, trigger, started_at, duration_ms, status_code, outcome)
+VALUES ($1, $2, $3, $4, 1, 'scheduled', now(), 5, 200, 'succeeded')`, lateAttempt, lateDelivery, early, endpoint)
+	require.NoError(t, err)
 	before := snapshot(t, pool)
 
 	// Later migrations may add columns; the rows are compared as 0024 left them.
@@ -153,6 +166,30 @@ ORDER BY 1`)
 		var partition string
 		require.NoError(t, pool.QueryRow(ctx, `SELECT tableoid::regclass::text FROM herald.messages WHERE id = $1`, fresh).Scan(&partition))
 		require.Regexp(t, `^herald\.messages_p\d{8}_\d{6}$`, partition)
+	})
+
+	// The delivery log looks a message's deliveries and attempts up
+	// between herald.history_lower and history_upper of its id (migration
+	// 0046): for a legacy message that is the whole legacy partition, for
+	// a later one its millisecond.
+	t.Run("a message's history is within its lookup bounds, legacy or not", func(t *testing.T) {
+		var deliveries, attempts int
+		require.NoError(t, pool.QueryRow(ctx, `SELECT
+  (SELECT count(*) FROM herald.deliveries WHERE message_id = $1 AND id >= herald.history_lower($1) AND id < herald.history_upper($1)),
+  (SELECT count(*) FROM herald.attempts WHERE message_id = $1 AND id >= herald.history_lower($1) AND id < herald.history_upper($1))`, early).Scan(&deliveries, &attempts))
+		require.Equal(t, 1, deliveries, "the legacy delivery made seconds after its message")
+		require.Equal(t, 1, attempts, "the legacy attempt made seconds after its message")
+		var missed int
+		require.NoError(t, pool.QueryRow(ctx, `SELECT count(*) FROM herald.deliveries d
+WHERE NOT (d.id >= herald.history_lower(d.message_id) AND d.id < herald.history_upper(d.message_id))`).Scan(&missed))
+		require.Zero(t, missed, "no delivery lies outside its message's bounds")
+
+		later := uuid.Must(historyid.Child(historyid.Bound(time.Now().Add(time.Hour))))
+		var lower, upper uuid.UUID
+		require.NoError(t, pool.QueryRow(ctx, `SELECT herald.history_lower($1), herald.history_upper($1)`, later).Scan(&lower, &upper))
+		at := historyid.Time(later)
+		require.Equal(t, historyid.Bound(at), lower, "a later message's history starts at its millisecond")
+		require.Equal(t, historyid.Bound(at.Add(time.Millisecond)), upper, "and ends before the next")
 	})
 
 	t.Run("a legacy delivery's pair stays unique", func(t *testing.T) {

@@ -21,6 +21,7 @@ import (
 
 	"github.com/heraldhq/herald/deliverylog"
 	"github.com/heraldhq/herald/internal/auth"
+	"github.com/heraldhq/herald/internal/historyid"
 	"github.com/heraldhq/herald/internal/pgtest"
 	"github.com/heraldhq/herald/internal/secretbox"
 	"github.com/heraldhq/herald/internal/ssrf"
@@ -155,8 +156,13 @@ type fixture struct {
 func (b *testBundle) fixture(t *testing.T, tenant string) fixture {
 	t.Helper()
 	ctx := context.Background()
-	f := fixture{tenant: tenant, endpoint: uuid.New(), message: uuid.New(), delivery: uuid.New(), failedTry: uuid.New(), successTry: uuid.New()}
+	// History ids carry their message's millisecond, as Herald makes them
+	// (historyid): the log finds a message's rows in its partition.
 	now := time.Now()
+	message := uuid.Must(historyid.Child(historyid.Bound(now.Add(-time.Minute))))
+	delivery := uuid.Must(historyid.Child(message))
+	f := fixture{tenant: tenant, endpoint: uuid.New(), message: message, delivery: delivery,
+		failedTry: uuid.Must(historyid.Child(delivery)), successTry: uuid.Must(historyid.Child(delivery))}
 	exec := func(sql string, args ...any) {
 		t.Helper()
 		_, err := b.pool.Exec(ctx, sql, args...)

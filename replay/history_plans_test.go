@@ -18,7 +18,7 @@ func TestHistoryQueriesUseIndexes(t *testing.T) {
 	since, until := s.DeliveryAt.Add(-7*24*time.Hour), s.DeliveryAt.Add(7*24*time.Hour)
 	historyplan.Check(t, pool, []historyplan.Query{
 		{Name: "resend: lock the message", SQL: selectResendTarget, Args: []any{s.MessageID, s.EndpointID}},
-		{Name: "resend: lock the delivery", SQL: lockDelivery, Args: []any{s.MessageID, s.EndpointID}},
+		{Name: "resend: lock the delivery", SQL: lockDelivery, Args: []any{s.MessageID, s.EndpointID}, OnePartition: []string{"deliveries"}},
 		{Name: "replay: count the selection", SQL: insertReplay, Args: []any{uuid.New(), s.TenantID, s.EndpointID, since, until, false}},
 		{Name: "replay: count the failed selection", SQL: insertReplay, Args: []any{uuid.New(), s.TenantID, s.EndpointID, since, until, true}},
 		{Name: "replay: first batch", SQL: nextBatch, Args: []any{s.EndpointID, since.Add(-time.Microsecond), uuid.Max, until, DefaultBatchSize, false}, IndexConds: []string{"ROW(created_at, id) > ROW("}},
@@ -26,6 +26,7 @@ func TestHistoryQueriesUseIndexes(t *testing.T) {
 		// Its done count walks the endpoint's pending deliveries, not
 		// every delivery of the replay.
 		{Name: "replay: progress", SQL: selectReplay, Args: []any{s.TenantID, s.EndpointID, s.ReplayID}, Uses: []string{"deliveries_pending"}},
-		{Name: "replay: requeue a batch", SQL: requeueBatch, Args: []any{[]uuid.UUID{s.DeliveryID}}},
+		{Name: "resend: requeue the delivery", SQL: requeueDelivery, Args: []any{uuid.New(), s.MessageID, s.EndpointID, s.TenantID}, OnePartition: []string{"deliveries"}},
+		{Name: "replay: requeue a batch", SQL: requeueBatch, Args: []any{[]uuid.UUID{s.DeliveryID}}, OnePartition: []string{"deliveries"}},
 	})
 }

@@ -13,8 +13,13 @@ FROM herald.messages m JOIN herald.endpoints e ON e.tenant_id = m.tenant_id
 WHERE m.id = $1 AND e.id = $2
 FOR KEY SHARE OF m`
 
+	// lockDelivery and requeueDelivery find the (message, endpoint)
+	// delivery in the message's partition (herald.history_lower, migration
+	// 0046) rather than in every partition's index.
 	lockDelivery = `
-SELECT status FROM herald.deliveries WHERE message_id = $1 AND endpoint_id = $2 FOR UPDATE`
+SELECT status FROM herald.deliveries
+WHERE message_id = $1 AND endpoint_id = $2 AND id >= herald.history_lower($1) AND id < herald.history_upper($1)
+FOR UPDATE`
 
 	// requeueDelivery creates the (message, endpoint) delivery, or requeues
 	// the existing one, pending or not: sets it pending and due now, with a
@@ -32,7 +37,7 @@ WITH requeued AS (
   SET status = 'pending', generation = generation + 1,
       attempts_before_requeue = attempt_count,
       first_attempt_at = NULL, next_attempt_at = now(), completed_at = NULL, updated_at = now()
-  WHERE message_id = $2 AND endpoint_id = $3
+  WHERE message_id = $2 AND endpoint_id = $3 AND id >= herald.history_lower($2) AND id < herald.history_upper($2)
   RETURNING id, generation
 ), created AS (
   INSERT INTO herald.deliveries (id, message_id, endpoint_id, tenant_id, status)
@@ -117,12 +122,13 @@ SELECT $1, unnest($2::uuid[]) ON CONFLICT DO NOTHING`
 	// requeueBatch requeues, as requeueDelivery does, the deliveries $1 of
 	// a replay batch that are not pending, but leaves next_attempt_at
 	// empty: they go to batch jobs (delivery.BatchArgs), which own a
-	// delivery only while nothing has set it.
+	// delivery only while nothing has set it. The batch's span of ids
+	// prunes the partitions it is not in (herald.least_id).
 	requeueBatch = `
 UPDATE herald.deliveries
 SET status = 'pending', generation = generation + 1, attempts_before_requeue = attempt_count,
     first_attempt_at = NULL, next_attempt_at = NULL, completed_at = NULL, updated_at = now()
-WHERE id = ANY($1) AND status <> 'pending'
+WHERE id = ANY($1) AND id BETWEEN herald.least_id($1) AND herald.greatest_id($1) AND status <> 'pending'
 RETURNING id, generation`
 
 	advanceReplay = `

@@ -23,7 +23,7 @@ func TestHistoryQueriesUseIndexes(t *testing.T) {
 		t.Fatalf("pick a partition of the filled history: %v", err)
 	}
 	horizon := s.End.Add(-10 * 24 * time.Hour)
-	batch := messageRanges([]uuid.UUID{s.MessageID})
+	batch := []any{[]uuid.UUID{s.MessageID}}
 	historyplan.Check(t, pool, []historyplan.Query{
 		{Name: "retention: sets past the horizon", SQL: selectDue, Args: []any{horizon}},
 		// Any partial index of undispatched messages answers it:
@@ -35,9 +35,9 @@ func TestHistoryQueriesUseIndexes(t *testing.T) {
 			Uses: []string{"messages_tenant_created"}},
 		{Name: "retention: walk a tenant's history, next batch", SQL: walkTenant, Args: []any{s.TenantID, s.DeliveryAt, s.MessageID, horizon, historyid.Bound(horizon), purgeBatch},
 			IndexConds: []string{"ROW(created_at, id) > ROW("}},
-		{Name: "retention: lock a batch's deliveries", SQL: lockPurgeDeliveries, Args: batch},
-		{Name: "retention: purge a batch's deliveries", SQL: purgeDeliveries, Args: batch},
-		{Name: "retention: purge a batch's attempts", SQL: purgeAttempts, Args: batch},
+		{Name: "retention: lock a batch's deliveries", SQL: lockPurgeDeliveries, Args: batch, OnePartition: []string{"deliveries"}},
+		{Name: "retention: purge a batch's deliveries", SQL: purgeDeliveries, Args: batch, OnePartition: []string{"deliveries"}},
+		{Name: "retention: purge a batch's attempts", SQL: purgeAttempts, Args: batch, OnePartition: []string{"attempts"}},
 		{Name: "retention: purge a batch's replay records", SQL: purgeReplayDeliveries, Args: []any{[]uuid.UUID{s.DeliveryID}}},
 		{Name: "retention: purge a batch's messages", SQL: purgeMessages, Args: []any{[]uuid.UUID{s.MessageID}}},
 		{Name: "retention: prune publish idempotency keys", SQL: pruneIdempotencyKeys, Args: []any{horizon, pruneBatch},

@@ -10,7 +10,6 @@ import (
 	"github.com/jackc/pgx/v5"
 
 	"github.com/heraldhq/herald/internal/historyid"
-	"github.com/heraldhq/herald/internal/unnest"
 )
 
 // A tenant whose own retention is shorter than the global one has its
@@ -115,7 +114,7 @@ func (m *Maintainer) purgeNext(ctx context.Context, w *tenantWalk) (more bool, e
 		for i, msg := range walked {
 			ids[i] = msg.ID
 		}
-		rows, err = tx.Query(ctx, lockPurgeDeliveries, messageRanges(ids)...)
+		rows, err = tx.Query(ctx, lockPurgeDeliveries, ids)
 		if err != nil {
 			return err
 		}
@@ -137,8 +136,7 @@ func (m *Maintainer) purgeNext(ctx context.Context, w *tenantWalk) (more bool, e
 		if len(doomed) == 0 {
 			return nil
 		}
-		batch := messageRanges(doomed)
-		rows, err = tx.Query(ctx, purgeDeliveries, batch...)
+		rows, err = tx.Query(ctx, purgeDeliveries, doomed)
 		if err != nil {
 			return err
 		}
@@ -147,7 +145,7 @@ func (m *Maintainer) purgeNext(ctx context.Context, w *tenantWalk) (more bool, e
 			return err
 		}
 		counted.Deliveries = int64(len(deliveries))
-		tag, err := tx.Exec(ctx, purgeAttempts, batch...)
+		tag, err := tx.Exec(ctx, purgeAttempts, doomed)
 		if err != nil {
 			return err
 		}
@@ -183,25 +181,4 @@ func (m *Maintainer) purgeNext(ctx context.Context, w *tenantWalk) (more bool, e
 type walkedMessage struct {
 	ID        uuid.UUID
 	CreatedAt time.Time
-}
-
-// messageRange is a message's id and the range of ids of its
-// millisecond, [lo, hi), where its deliveries' and attempts' ids lie
-// (package historyid).
-type messageRange struct{ id, lo, hi uuid.UUID }
-
-var messageRangeColumns = []unnest.Column[messageRange]{
-	unnest.Col(func(m messageRange) uuid.UUID { return m.id }),
-	unnest.Col(func(m messageRange) uuid.UUID { return m.lo }),
-	unnest.Col(func(m messageRange) uuid.UUID { return m.hi }),
-}
-
-// messageRanges returns the arguments of batchMessages for ids.
-func messageRanges(ids []uuid.UUID) []any {
-	ranges := make([]messageRange, len(ids))
-	for i, id := range ids {
-		at := historyid.Time(id)
-		ranges[i] = messageRange{id: id, lo: historyid.Bound(at), hi: historyid.Bound(at.Add(time.Millisecond))}
-	}
-	return unnest.Arrays(ranges, messageRangeColumns...)
 }

@@ -60,13 +60,18 @@ LIMIT $6
 FOR UPDATE SKIP LOCKED`
 
 	// The statements on a batch's deliveries and attempts take the batch's
-	// messages as unnest($1, $2, $3): each message's id with the range of
-	// ids of its millisecond, which holds its deliveries and attempts
-	// (package historyid). Each message's rows are found in the one
+	// message ids as $1 and find each message's rows between
+	// herald.history_lower and history_upper of its id (migration 0046):
+	// its millisecond, which holds its deliveries and attempts (package
+	// historyid), or, for a message of the legacy partition of a database
+	// upgraded with its data, that whole partition, where its rows were
+	// made seconds after it. Each message's rows are found in the one
 	// partition of that range, through the partition's (message_id,
-	// endpoint_id) index or attempts_message, or the millisecond's range
-	// of the primary key: bounded by the message however it is planned.
-	batchMessages = `unnest($1::uuid[], $2::uuid[], $3::uuid[]) AS m(id, lo, hi)`
+	// endpoint_id) index or attempts_message: bounded by the message
+	// however it is planned.
+	batchMessages = `unnest($1::uuid[]) AS m(id)`
+	inHistoryOfD  = `d.message_id = m.id AND d.id >= herald.history_lower(m.id) AND d.id < herald.history_upper(m.id)`
+	inHistoryOfA  = `a.message_id = m.id AND a.id >= herald.history_lower(m.id) AND a.id < herald.history_upper(m.id)`
 
 	// lockPurgeDeliveries locks the deliveries of a batch's messages and
 	// says which are pending. A lock returns the delivery as it is now, so
@@ -74,17 +79,17 @@ FOR UPDATE SKIP LOCKED`
 	lockPurgeDeliveries = `
 SELECT d.message_id, d.status = 'pending'
 FROM ` + batchMessages + `
-JOIN herald.deliveries d ON d.message_id = m.id AND d.id >= m.lo AND d.id < m.hi
+JOIN herald.deliveries d ON ` + inHistoryOfD + `
 FOR UPDATE OF d`
 
 	purgeDeliveries = `
 DELETE FROM herald.deliveries d USING ` + batchMessages + `
-WHERE d.message_id = m.id AND d.id >= m.lo AND d.id < m.hi
+WHERE ` + inHistoryOfD + `
 RETURNING d.id`
 
 	purgeAttempts = `
 DELETE FROM herald.attempts a USING ` + batchMessages + `
-WHERE a.message_id = m.id AND a.id >= m.lo AND a.id < m.hi`
+WHERE ` + inHistoryOfA
 
 	// purgeReplayDeliveries deletes the replay records of the deliveries
 	// $1, in their partitions, through replay_deliveries_delivery.

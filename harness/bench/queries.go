@@ -32,3 +32,22 @@ WHERE datname = current_database() AND pid <> pg_backend_pid()`
 	serverSettings = `SELECT current_setting('server_version'), current_setting('synchronous_commit'),
        current_setting('fsync'), current_setting('shared_buffers'), current_setting('max_connections')`
 )
+
+// The aged database's upkeep between its runs (see settle).
+const (
+	// dueForAutovacuum lists Herald's tables that autovacuum would have
+	// vacuumed or analysed by now, by its default thresholds: dead rows
+	// past 50 + 20% of the table, rows inserted since the last vacuum past
+	// 1,000 + 20%, rows changed since the last analyse past 50 + 10%.
+	dueForAutovacuum = `SELECT format('%I.%I', s.schemaname, s.relname)
+FROM pg_stat_user_tables s JOIN pg_class c ON c.oid = s.relid
+WHERE s.schemaname = 'herald' AND c.relkind = 'r'
+  AND (s.n_dead_tup > 50 + 0.2 * greatest(c.reltuples, 0)
+    OR s.n_ins_since_vacuum > 1000 + 0.2 * greatest(c.reltuples, 0)
+    OR s.n_mod_since_analyze > 50 + 0.1 * greatest(c.reltuples, 0))
+ORDER BY 1`
+
+	// checkpoint writes every dirty page out (superusers and
+	// pg_checkpoint members only).
+	checkpoint = `CHECKPOINT`
+)

@@ -119,6 +119,17 @@ type Query struct {
 	// Setup runs before the query in its transaction, as the package does
 	// (SET LOCAL enable_seqscan = off, say).
 	Setup []string
+	// OnePartition are history tables the query reads one partition at a
+	// time: each read of such a table, for the query or for each row of an
+	// outer one, finds its partition by the id range it names (package
+	// internal/historyid; herald.history_lower and history_upper) and the
+	// planner prunes the others, when it plans or at run time. Without it
+	// a lookup by message_id probes the index of every partition. Check
+	// runs such a query (EXPLAIN ANALYZE, rolled back) to see what run-time
+	// pruning left.
+	OnePartition []string
+
+	analyze bool // run it: EXPLAIN ANALYZE
 }
 
 // Check plans each query twice, with its arguments (a custom plan) and as
@@ -177,8 +188,53 @@ func Check(t *testing.T, pool *pgxpool.Pool, queries []Query) {
 				t.Errorf("%s: its %s plan scans %s sequentially; give it an index path (see docs/history-queries.md):\n%s",
 					q.Name, kindOf(generic), strings.Join(scans, ", "), textPlan(t.Context(), pool, q, generic))
 			}
+			if len(q.OnePartition) > 0 {
+				checkPruned(t, pool, q, generic)
+			}
 		}
 	}
+}
+
+// checkPruned runs q and fails the test if a read of one of its
+// OnePartition tables read more than one partition.
+func checkPruned(t *testing.T, pool *pgxpool.Pool, q Query, generic bool) {
+	t.Helper()
+	analyze := q
+	analyze.analyze = true
+	plan, err := explain(t.Context(), pool, analyze, generic)
+	if err != nil {
+		t.Errorf("%s: %v", q.Name, err)
+		return
+	}
+	for _, table := range q.OnePartition {
+		if reads := PartitionReads(plan, table); len(reads) > 0 {
+			t.Errorf("%s: its %s plan reads %s in more than one partition at a time (%s); bound it to the partition of the id it names (herald.history_lower, history_upper) or to the span of the batch it names (herald.least_id, greatest_id); see docs/history-queries.md:\n%s",
+				q.Name, kindOf(generic), table, strings.Join(reads, "; "), textPlan(t.Context(), pool, analyze, generic))
+		}
+	}
+}
+
+// PartitionReads returns, for a JSON plan run with EXPLAIN ANALYZE, each
+// Append or Merge Append over partitions of table whose partitions were
+// read more often, together, than the Append itself ran: the reads a
+// pruned lookup would not have made, as "read n times in m runs".
+func PartitionReads(planJSON []byte, table string) []string {
+	return collect(planJSON, func(n node) string {
+		if n.NodeType != "Append" && n.NodeType != "Merge Append" {
+			return ""
+		}
+		reads := 0.0
+		for _, c := range n.Plans {
+			if tableOf(c.scanned()) != table {
+				return ""
+			}
+			reads += c.Loops
+		}
+		if reads <= n.Loops {
+			return ""
+		}
+		return fmt.Sprintf("%d partitions read %.0f times in %.0f runs", len(n.Plans), reads, n.Loops)
+	})
 }
 
 // partitionSizes tells which partitions of history tables hold no row
@@ -285,11 +341,36 @@ func IsHistory(relation string) bool {
 }
 
 type node struct {
-	NodeType  string `json:"Node Type"`
-	Relation  string `json:"Relation Name"`
-	IndexCond string `json:"Index Cond"`
-	IndexName string `json:"Index Name"`
-	Plans     []node `json:"Plans"`
+	NodeType  string  `json:"Node Type"`
+	Relation  string  `json:"Relation Name"`
+	IndexCond string  `json:"Index Cond"`
+	IndexName string  `json:"Index Name"`
+	Loops     float64 `json:"Actual Loops"`
+	Plans     []node  `json:"Plans"`
+}
+
+// scanned is the relation a scan node reads: its own, or for a bitmap
+// heap scan's index, the heap's.
+func (n node) scanned() string {
+	if n.Relation != "" || len(n.Plans) == 0 {
+		return n.Relation
+	}
+	return n.Plans[0].scanned()
+}
+
+// tableOf returns the history table relation is or is a partition of, or
+// "" when it is none (see IsHistory).
+func tableOf(relation string) string {
+	if !IsHistory(relation) {
+		return ""
+	}
+	for _, t := range HistoryTables {
+		rest, ok := strings.CutPrefix(relation, t)
+		if ok && (rest == "" || rest == "_default" || strings.HasPrefix(rest, "_p")) {
+			return t
+		}
+	}
+	return ""
 }
 
 // indexConds returns the index conditions of a JSON plan's nodes.
@@ -370,6 +451,9 @@ func inTx(ctx context.Context, pool *pgxpool.Pool, q Query, generic bool, format
 		if _, err := tx.Exec(ctx, s); err != nil {
 			return fmt.Errorf("setup %q: %w", s, err)
 		}
+	}
+	if q.analyze {
+		format = "ANALYZE, TIMING OFF, " + format
 	}
 	if !generic {
 		return run(tx, "EXPLAIN ("+format+") "+q.SQL, q.Args)

@@ -27,3 +27,30 @@ func TestSeqScansFindsHistoryTablesAndPartitions(t *testing.T) {
 		}
 	}
 }
+
+// A lookup that read every partition of its table on each run is found;
+// one whose other partitions were pruned (never run) is not, nor is an
+// Append over something else.
+func TestPartitionReadsFindsUnprunedLookups(t *testing.T) {
+	t.Parallel()
+	plan := []byte(`[{"Plan": {"Node Type": "Nested Loop", "Plans": [
+  {"Node Type": "Append", "Actual Loops": 1, "Plans": [
+    {"Node Type": "Index Scan", "Relation Name": "messages_p20261201", "Actual Loops": 1},
+    {"Node Type": "Index Scan", "Relation Name": "messages_p20261202", "Actual Loops": 0}]},
+  {"Node Type": "Append", "Actual Loops": 100, "Plans": [
+    {"Node Type": "Index Scan", "Relation Name": "deliveries_p20261201", "Actual Loops": 100},
+    {"Node Type": "Bitmap Heap Scan", "Relation Name": "deliveries_p20261202", "Actual Loops": 100,
+     "Plans": [{"Node Type": "Bitmap Index Scan", "Index Name": "deliveries_p20261202_pkey", "Actual Loops": 100}]}]},
+  {"Node Type": "Append", "Actual Loops": 100, "Plans": [
+    {"Node Type": "Index Scan", "Relation Name": "attempts_p20261201", "Actual Loops": 60},
+    {"Node Type": "Index Scan", "Relation Name": "attempts_p20261202", "Actual Loops": 40},
+    {"Node Type": "Index Scan", "Relation Name": "attempts_p_default", "Actual Loops": 0}]}]}}]`)
+	if got := historyplan.PartitionReads(plan, "deliveries"); len(got) != 1 {
+		t.Errorf("PartitionReads(deliveries) = %q, want the one unpruned Append", got)
+	}
+	for _, table := range []string{"attempts", "messages", "replay_deliveries"} {
+		if got := historyplan.PartitionReads(plan, table); len(got) != 0 {
+			t.Errorf("PartitionReads(%s) = %q, want none", table, got)
+		}
+	}
+}
