@@ -141,13 +141,14 @@ Scenarios:
 	defer func() { _ = dbs.Close(context.WithoutCancel(ctx)) }()
 
 	cfg := bench.Config{
-		NewDatabase:       dbs.New,
-		NewFilledDatabase: dbs.NewFilled,
-		Dispatcher:        *mode,
-		Baseline:          bench.BaselineConfig{Workers: *workers, MaxConns: int32(*maxConns)},
-		Producers:         *producers,
-		MaxDrain:          *maxDrain,
-		APIArgs:           strings.Fields(*apiArgs),
+		NewDatabase:         dbs.New,
+		NewFilledDatabase:   dbs.NewFilled,
+		NewProducerDatabase: dbs.NewProducer,
+		Dispatcher:          *mode,
+		Baseline:            bench.BaselineConfig{Workers: *workers, MaxConns: int32(*maxConns)},
+		Producers:           *producers,
+		MaxDrain:            *maxDrain,
+		APIArgs:             strings.Fields(*apiArgs),
 	}
 	if self, err := os.Executable(); err == nil {
 		cfg.Load = bench.LoadProcess{Path: self, Args: []string{loadCommand}}

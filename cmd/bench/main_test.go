@@ -15,8 +15,9 @@ import (
 )
 
 // TestCommandSmoke runs the command as `make bench` does, with the
-// dispatcher as a child process, on two scenarios shrunk to a few hundred
-// deliveries.
+// dispatcher as a child process, on three scenarios shrunk to a few
+// hundred deliveries: split among them, relaying from a producer database
+// the bench made.
 func TestCommandSmoke(t *testing.T) {
 	t.Parallel()
 	dir := t.TempDir()
@@ -29,7 +30,7 @@ func TestCommandSmoke(t *testing.T) {
 	// A scratch database of the test's own; the bench drops it when done.
 	err = run([]string{
 		"--database-url", pgtest.Server(t).URL(scratchdb.UniqueName("herald_bench_smoke_")),
-		"--scenarios", "steady,burst",
+		"--scenarios", "steady,split,burst",
 		"--smoke", "300",
 		"--producers", "4",
 		"--max-conns", "4",
@@ -45,13 +46,18 @@ func TestCommandSmoke(t *testing.T) {
 	var report bench.Report
 	require.NoError(t, json.Unmarshal(data, &report))
 	require.Equal(t, "process", report.Dispatcher)
-	require.Len(t, report.Results, 2)
+	require.Len(t, report.Results, 3)
 	for _, res := range report.Results {
 		require.Empty(t, res.Problem, res.Scenario)
 		require.Equal(t, res.Deliveries, res.Delivered, res.Scenario)
 		require.Positive(t, res.DispatcherCPUSeconds, "%s: the child's CPU time was read", res.Scenario)
 		require.Positive(t, res.DispatcherPeakRSSMB, "%s: the child's peak RSS was read", res.Scenario)
 	}
+	var judged []string
+	for _, target := range report.Targets {
+		judged = append(judged, target.Name)
+	}
+	require.Contains(t, judged, "split producer commit p99 vs steady")
 	svg, err := os.ReadFile(svgPath)
 	require.NoError(t, err)
 	require.Contains(t, string(svg), "steady")

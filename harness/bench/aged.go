@@ -259,7 +259,7 @@ func (r *runner) probe(ctx context.Context, st *stage, key string, endpointID uu
 	if err := prod.publishAll(ctx, first); err != nil {
 		return a, err
 	}
-	d, err := r.cfg.StartDispatcher(ctx, st.url, key)
+	d, err := r.cfg.StartDispatcher(ctx, st.url, key, "")
 	if err != nil {
 		return a, err
 	}

@@ -130,6 +130,18 @@ func analyse(commits map[uuid.UUID]time.Duration, arrivals []arrival, w window) 
 	return a
 }
 
+// transactionLatency summarises how long the transactions took, leaving
+// out those committed in the warm-up.
+func transactionLatency(txs []transaction, w window) Latency {
+	took := make([]time.Duration, 0, len(txs))
+	for _, tx := range txs {
+		if inWarmup := tx.at >= w.start && tx.at < w.start+w.warmup; !inWarmup {
+			took = append(took, tx.took)
+		}
+	}
+	return summarise(took)
+}
+
 // sustainedRate is deliveries per second between the end of the warm-up and
 // the arrival of 99% of the expected deliveries (or the last arrival, if
 // fewer came): the rate the pipeline holds, without its start-up and without

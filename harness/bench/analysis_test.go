@@ -22,6 +22,17 @@ func TestSummariseNearestRank(t *testing.T) {
 	require.Equal(t, Latency{}, summarise(nil))
 }
 
+func TestTransactionLatencyLeavesOutTheWarmup(t *testing.T) {
+	t.Parallel()
+	txs := []transaction{
+		{at: 500 * time.Millisecond, took: 90 * time.Millisecond}, // in the warm-up
+		{at: 2 * time.Second, took: 2 * time.Millisecond},
+		{at: 3 * time.Second, took: 4 * time.Millisecond},
+	}
+	got := transactionLatency(txs, window{start: 0, warmup: time.Second})
+	require.Equal(t, Latency{Count: 2, P50: 2, P95: 4, P99: 4, Max: 4}, got)
+}
+
 func TestAnalyseJoinsCommitsToFirstAcceptedArrival(t *testing.T) {
 	t.Parallel()
 	a, b, c := uuid.New(), uuid.New(), uuid.New()

@@ -20,6 +20,7 @@ import (
 	"github.com/heraldhq/herald/harness/bench"
 	"github.com/heraldhq/herald/internal/database"
 	"github.com/heraldhq/herald/internal/pgtest"
+	"github.com/heraldhq/herald/migrations/producer"
 	"github.com/heraldhq/herald/schedule"
 )
 
@@ -32,13 +33,26 @@ var fast = schedule.Policy{Base: 20 * time.Millisecond, Cap: 100 * time.Millisec
 
 type testBundle struct {
 	cfg bench.Config
+	// producerURLs are the producer databases the run made.
+	producerURLs []string
 }
 
 func setup(t *testing.T) *testBundle {
 	t.Helper()
-	return &testBundle{cfg: bench.Config{
+	b := &testBundle{}
+	b.cfg = bench.Config{
 		NewDatabase: func(context.Context) (string, func() error, error) {
 			return pgtest.NewDatabase(t, pgtest.Herald), func() error { return nil }, nil
+		},
+		NewProducerDatabase: func(ctx context.Context) (string, func() error, error) {
+			url := pgtest.NewDatabase(t, pgtest.Empty)
+			b.producerURLs = append(b.producerURLs, url)
+			pool, err := database.Open(ctx, url, database.Options{MaxConns: 1})
+			if err != nil {
+				return "", nil, err
+			}
+			defer pool.Close()
+			return url, func() error { return nil }, producer.Apply(ctx, pool)
 		},
 		NewFilledDatabase: func(ctx context.Context, _ string, fill func(context.Context, *pgxpool.Pool) error) (func(context.Context) (string, func() error, error), error) {
 			url := pgtest.NewDatabase(t, pgtest.Herald)
@@ -61,7 +75,8 @@ func setup(t *testing.T) *testBundle {
 		// Few connections: test binaries share the server's 100.
 		Producers: 4,
 		MaxDrain:  time.Minute,
-	}}
+	}
+	return b
 }
 
 // TestMain removes the programs loadPrograms built.
@@ -145,6 +160,10 @@ func TestScenariosSmoke(t *testing.T) {
 					require.LessOrEqual(t, res.Latency.P50, res.Latency.P99, "run %s", res.Scenario)
 					require.LessOrEqual(t, res.Latency.P99, res.Latency.Max, "run %s", res.Scenario)
 				}
+				if !scenario.Baseline && scenario.Load == "" {
+					require.Positive(t, res.CommitLatency.Count, "run %s: the producers' transactions are timed", res.Scenario)
+					require.LessOrEqual(t, res.CommitLatency.P50, res.CommitLatency.P99, "run %s", res.Scenario)
+				}
 			}
 			last := report.Results[len(report.Results)-1]
 			if scenario.FailFirst > 0 {
@@ -158,6 +177,17 @@ func TestScenariosSmoke(t *testing.T) {
 			if scenario.Noisy != nil {
 				require.Equal(t, scenario.Shrunk(smokeDeliveries).Noisy.Endpoints, last.Hanging, "the noisy tenant's endpoints hang")
 				require.Len(t, report.Targets, 1, "the noisy target is judged")
+			}
+
+			if scenario.Split {
+				require.Len(t, b.producerURLs, 1)
+				pool, err := database.Open(context.Background(), b.producerURLs[0], database.Options{MaxConns: 1})
+				require.NoError(t, err)
+				defer pool.Close()
+				var relayed bool
+				err = pool.QueryRow(context.Background(), `SELECT EXISTS (SELECT 1 FROM herald.outbox WHERE relayed_at IS NOT NULL)`).Scan(&relayed)
+				require.NoError(t, err)
+				require.True(t, relayed, "the events were published into the producer database and relayed from it")
 			}
 
 			var tables bytes.Buffer
@@ -196,7 +226,7 @@ func TestSelect(t *testing.T) {
 	require.Equal(t, "burst", two[1].Name)
 
 	_, err = bench.Select("steady,bursty")
-	require.ErrorContains(t, err, `unknown scenario "bursty"; choose from baseline, burst, ordered, steady, ordered-steady, fanout, filtered, isolation, noisy-tenant, noisy-tenant-shared, failing, sql-publish, http-burst, http-batch, http-steady-50, http-steady-1000, aged, or all`)
+	require.ErrorContains(t, err, `unknown scenario "bursty"; choose from baseline, burst, ordered, steady, ordered-steady, split, fanout, filtered, isolation, noisy-tenant, noisy-tenant-shared, failing, sql-publish, http-burst, http-batch, http-steady-50, http-steady-1000, aged, or all`)
 }
 
 func TestScratchDatabasesRefuseARealDatabase(t *testing.T) {

@@ -11,6 +11,7 @@ import (
 	"github.com/heraldhq/herald/internal/database"
 	"github.com/heraldhq/herald/internal/scratchdb"
 	"github.com/heraldhq/herald/migrations"
+	"github.com/heraldhq/herald/migrations/producer"
 )
 
 // DefaultDatabaseURL is where the bench works unless told otherwise: a
@@ -90,6 +91,24 @@ func (s *ScratchDatabases) start(ctx context.Context) error {
 	}
 	s.server, s.lock = server, lock
 	return nil
+}
+
+// NewProducer makes the split scenarios' producer database: the producer's
+// outbox alone (producer.Apply), under the scratch database's name with
+// "_producer" appended. It returns its URL and a function that drops it;
+// Close drops it too.
+func (s *ScratchDatabases) NewProducer(ctx context.Context) (string, func() error, error) {
+	if s.server == nil {
+		if err := s.start(ctx); err != nil {
+			return "", nil, err
+		}
+	}
+	name := s.name + "_producer"
+	url, err := s.server.Create(ctx, name, producer.Apply)
+	if err != nil {
+		return "", nil, fmt.Errorf("producer database: %w", err)
+	}
+	return url, func() error { return s.server.Drop(context.WithoutCancel(ctx), name) }, nil
 }
 
 // NewFilled makes the aged scenario's database for age: migrated, then

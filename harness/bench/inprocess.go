@@ -3,6 +3,7 @@ package bench
 import (
 	"cmp"
 	"context"
+	"errors"
 	"fmt"
 	"log/slog"
 	"net/netip"
@@ -14,6 +15,7 @@ import (
 	"github.com/heraldhq/herald/internal/database"
 	"github.com/heraldhq/herald/internal/secretbox"
 	"github.com/heraldhq/herald/internal/ssrf"
+	"github.com/heraldhq/herald/relay"
 	"github.com/heraldhq/herald/schedule"
 	"github.com/heraldhq/herald/store"
 )
@@ -39,9 +41,10 @@ type InProcessOptions struct {
 // process, set up as cmd/dispatcher sets it up: secrets from the store,
 // deliveries through the SSRF guard's transport allowing LoopbackCIDR. Its
 // usage is the whole process's (CPU time since it started, RSS high-water
-// mark since then), producers and receivers included.
+// mark since then), producers and receivers included. With a source, a
+// relay from it runs beside the dispatcher, as cmd/dispatcher runs one.
 func InProcess(opts InProcessOptions) StartDispatcher {
-	return func(ctx context.Context, url, secretKey string) (RunningDispatcher, error) {
+	return func(ctx context.Context, url, secretKey, source string) (RunningDispatcher, error) {
 		box, err := secretbox.Parse(secretKey)
 		if err != nil {
 			return nil, err
@@ -50,12 +53,27 @@ func InProcess(opts InProcessOptions) StartDispatcher {
 		if err != nil {
 			return nil, err
 		}
+		release := pool.Close
 		secrets, err := store.New(pool, store.Config{Box: box})
 		if err != nil {
-			pool.Close()
+			release()
 			return nil, err
 		}
 		logger := cmp.Or(opts.Logger, slog.New(warnings{slog.Default().Handler()}))
+		var rel *relay.Relay
+		if source != "" {
+			sourcePool, err := database.Open(ctx, source, database.Options{MaxConns: relay.SourceMaxConns})
+			if err != nil {
+				release()
+				return nil, err
+			}
+			release = func() { pool.Close(); sourcePool.Close() }
+			rel, err = relay.New(relay.Config{Pool: pool, Sources: []relay.Source{{Name: SourceName, Pool: sourcePool}}, Logger: logger})
+			if err != nil {
+				release()
+				return nil, err
+			}
+		}
 		guard := ssrf.New(netip.MustParsePrefix(LoopbackCIDR))
 		d, err := dispatcher.New(dispatcher.Config{
 			Pool:    pool,
@@ -69,23 +87,32 @@ func InProcess(opts InProcessOptions) StartDispatcher {
 			Logger: logger,
 		})
 		if err != nil {
-			pool.Close()
+			release()
 			return nil, err
 		}
 		if err := resetPeakRSS(); err != nil {
-			pool.Close()
+			release()
 			return nil, fmt.Errorf("reset peak RSS: %w", err)
 		}
 		before, err := selfUsage()
 		if err != nil {
-			pool.Close()
+			release()
 			return nil, err
 		}
 		runCtx, cancel := context.WithCancel(context.WithoutCancel(ctx))
-		p := &inProcess{before: before, cancel: cancel, release: pool.Close, done: make(chan struct{})}
+		p := &inProcess{before: before, cancel: cancel, release: release, done: make(chan struct{})}
 		go func() {
 			defer close(p.done)
-			p.runErr = d.Run(runCtx)
+			if rel == nil {
+				p.runErr = d.Run(runCtx)
+				return
+			}
+			relayCtx, stopRelay := context.WithCancel(runCtx)
+			relayed := make(chan error, 1)
+			go func() { relayed <- rel.Run(relayCtx) }()
+			err := d.Run(runCtx)
+			stopRelay()
+			p.runErr = errors.Join(err, <-relayed)
 		}()
 		return p, nil
 	}

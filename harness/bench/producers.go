@@ -128,9 +128,10 @@ func (p *producers) run(ctx context.Context, take func(context.Context) (first i
 }
 
 // publish commits events first to first+n-1 in one transaction and records
-// the moment the commit returned.
+// the moment the commit returned and how long the transaction took.
 func (p *producers) publish(ctx context.Context, first int64, n int) error {
 	ids := make([]uuid.UUID, 0, n)
+	begun := time.Now()
 	tx, err := p.pool.Begin(ctx)
 	if err != nil {
 		return fmt.Errorf("publish: begin: %w", err)
@@ -146,6 +147,8 @@ func (p *producers) publish(ctx context.Context, first int64, n int) error {
 	if err := tx.Commit(ctx); err != nil {
 		return fmt.Errorf("publish: commit: %w", err)
 	}
-	p.rec.committed(ids, time.Now())
+	now := time.Now()
+	p.rec.committed(ids, now)
+	p.rec.transacted(now, now.Sub(begun))
 	return nil
 }

@@ -22,10 +22,21 @@ type recorder struct {
 	delivered atomic.Int64
 	received  atomic.Int64
 
-	mu       sync.Mutex
-	commits  map[uuid.UUID]time.Duration
-	arrivals []arrival
-	accepted map[deliveryKey]bool
+	mu      sync.Mutex
+	commits map[uuid.UUID]time.Duration
+	// transactions are the producers' publishing transactions, when each
+	// committed and how long it took.
+	transactions []transaction
+	arrivals     []arrival
+	accepted     map[deliveryKey]bool
+}
+
+// transaction is one publishing transaction of the producers.
+type transaction struct {
+	// at is when its commit returned, since the recorder's start.
+	at time.Duration
+	// took is from its begin to its commit returning.
+	took time.Duration
 }
 
 // arrival is one request a receiver got.
@@ -58,6 +69,15 @@ func (r *recorder) committed(ids []uuid.UUID, t time.Time) {
 	}
 	r.mu.Unlock()
 	r.published.Add(int64(len(ids)))
+}
+
+// transacted records that a producer's publishing transaction, which
+// committed at t, took took from its begin to its commit returning.
+func (r *recorder) transacted(t time.Time, took time.Duration) {
+	at := r.since(t)
+	r.mu.Lock()
+	r.transactions = append(r.transactions, transaction{at: at, took: took})
+	r.mu.Unlock()
 }
 
 // arrived records one request a receiver got.
@@ -98,12 +118,12 @@ func (r *recorder) recentLatencies(from int) ([]time.Duration, int) {
 }
 
 // snapshot returns copies of what was recorded, for the final analysis.
-func (r *recorder) snapshot() (map[uuid.UUID]time.Duration, []arrival) {
+func (r *recorder) snapshot() (map[uuid.UUID]time.Duration, []arrival, []transaction) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	commits := make(map[uuid.UUID]time.Duration, len(r.commits))
 	for id, at := range r.commits {
 		commits[id] = at
 	}
-	return commits, append([]arrival(nil), r.arrivals...)
+	return commits, append([]arrival(nil), r.arrivals...), append([]transaction(nil), r.transactions...)
 }

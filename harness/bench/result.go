@@ -38,6 +38,11 @@ type Result struct {
 	// handler starting, for deliveries to measured endpoints whose event
 	// was committed after the warm-up.
 	Latency Latency `json:"latency"`
+	// CommitLatency is how long the producers' publishing transactions
+	// took, from begin to the commit returning, for those committed after
+	// the warm-up: what publishing costs the producer. Only in-process
+	// producers record it (not the scenarios with a Load).
+	CommitLatency Latency `json:"commit_latency"`
 	// AttemptsPerDelivery is requests per delivery, at measured endpoints.
 	AttemptsPerDelivery float64 `json:"attempts_per_delivery"`
 	// DispatcherCPUSeconds and DispatcherPeakRSSMB are the dispatcher's

@@ -35,8 +35,14 @@ const LoopbackCIDR = "127.0.0.0/8"
 
 // StartDispatcher starts Herald's dispatcher on the database at url, whose
 // endpoint secrets are sealed under secretKey (HERALD_SECRET_KEY's form),
-// allowing deliveries to LoopbackCIDR.
-type StartDispatcher func(ctx context.Context, url, secretKey string) (RunningDispatcher, error)
+// allowing deliveries to LoopbackCIDR. A source URL other than "" puts it
+// in split mode, relaying from that producer database under the name
+// SourceName.
+type StartDispatcher func(ctx context.Context, url, secretKey, source string) (RunningDispatcher, error)
+
+// SourceName is the name the split scenarios give their producer
+// database (--source-database-url bench=URL).
+const SourceName = "bench"
 
 // RunningDispatcher is a dispatcher a run started.
 type RunningDispatcher interface {
@@ -71,6 +77,10 @@ type Config struct {
 	Progress io.Writer
 	// ProgressEvery defaults to 2 s. Zero means the default.
 	ProgressEvery time.Duration
+	// NewProducerDatabase returns the URL of a fresh database with the
+	// producer's outbox installed (migrations/producer) and a function that
+	// drops it. Required by the Split scenarios only.
+	NewProducerDatabase func(ctx context.Context) (url string, drop func() error, err error)
 	// NewFilledDatabase returns a function that makes a database for the
 	// aged scenario, migrated and then filled by fill (named after age,
 	// "fresh" or "aged"), like NewDatabase's. Required by the aged
@@ -96,6 +106,9 @@ func Run(ctx context.Context, cfg Config, scenarios []Scenario) (report Report, 
 	for _, s := range scenarios {
 		if !s.Baseline && cfg.StartDispatcher == nil {
 			return Report{}, fmt.Errorf("bench: scenario %s needs Config.StartDispatcher", s.Name)
+		}
+		if s.Split && cfg.NewProducerDatabase == nil {
+			return Report{}, fmt.Errorf("bench: scenario %s needs Config.NewProducerDatabase", s.Name)
 		}
 		if s.Load != "" && cfg.Load.Path == "" || s.Load == LoadHTTP && cfg.APIPath == "" {
 			return Report{}, fmt.Errorf("bench: scenario %s needs Config.Load and, through the API, Config.APIPath", s.Name)
@@ -221,8 +234,31 @@ func (r *runner) herald(ctx context.Context, s Scenario, hang bool) (res Result,
 }
 
 // heraldOn runs one scenario through Herald on st's database, whose
-// endpoint secrets are sealed under key; see herald.
+// endpoint secrets are sealed under key; see herald. A Split scenario's
+// producers publish into a producer database of its own, made for the run.
 func (r *runner) heraldOn(ctx context.Context, st *stage, s Scenario, hang bool, key string) (res Result, err error) {
+	publishURL, source := st.url, ""
+	producerCPU := func() (time.Duration, error) { return 0, nil }
+	if s.Split {
+		url, drop, err := r.cfg.NewProducerDatabase(ctx)
+		if err != nil {
+			return Result{}, fmt.Errorf("producer database: %w", err)
+		}
+		defer func() {
+			if dropErr := drop(); err == nil && dropErr != nil {
+				err = fmt.Errorf("drop producer database: %w", dropErr)
+			}
+		}()
+		publishURL, source = url, url
+		// The producer database's backends (the producers', the relay's)
+		// count in the run's Postgres CPU.
+		producerStats, err := pgx.Connect(ctx, url)
+		if err != nil {
+			return Result{}, fmt.Errorf("connect to the producer database: %w", err)
+		}
+		defer func() { _ = producerStats.Close(context.WithoutCancel(ctx)) }()
+		producerCPU = func() (time.Duration, error) { return backendCPU(ctx, producerStats) }
+	}
 	rec := newRecorder(time.Now())
 	specs := endpointSpecs(s, hang)
 	rcv, err := startReceivers(rec, specs, s.FailFirst)
@@ -255,7 +291,7 @@ func (r *runner) heraldOn(ctx context.Context, st *stage, s Scenario, hang bool,
 		LoadAverage: loadAverage(),
 	}
 
-	pool, err := database.Open(ctx, st.url, database.Options{MaxConns: int32(r.cfg.Producers)})
+	pool, err := database.Open(ctx, publishURL, database.Options{MaxConns: int32(r.cfg.Producers)})
 	if err != nil {
 		return Result{}, err
 	}
@@ -271,7 +307,7 @@ func (r *runner) heraldOn(ctx context.Context, st *stage, s Scenario, hang bool,
 	publishStart := time.Now()
 	switch {
 	case s.Load != "":
-		if d, err = r.cfg.StartDispatcher(ctx, st.url, key); err != nil {
+		if d, err = r.cfg.StartDispatcher(ctx, st.url, key, source); err != nil {
 			return Result{}, err
 		}
 		progress.watch(d)
@@ -282,7 +318,7 @@ func (r *runner) heraldOn(ctx context.Context, st *stage, s Scenario, hang bool,
 			err = gen.wait(ctx)
 		}
 	case s.Rate > 0:
-		if d, err = r.cfg.StartDispatcher(ctx, st.url, key); err != nil {
+		if d, err = r.cfg.StartDispatcher(ctx, st.url, key, source); err != nil {
 			return Result{}, err
 		}
 		progress.watch(d)
@@ -307,7 +343,7 @@ func (r *runner) heraldOn(ctx context.Context, st *stage, s Scenario, hang bool,
 		return Result{}, err
 	}
 	if d == nil {
-		if d, err = r.cfg.StartDispatcher(ctx, st.url, key); err != nil {
+		if d, err = r.cfg.StartDispatcher(ctx, st.url, key, source); err != nil {
 			return Result{}, err
 		}
 		progress.watch(d)
@@ -321,11 +357,15 @@ func (r *runner) heraldOn(ctx context.Context, st *stage, s Scenario, hang bool,
 	res.Problem = r.waitDelivered(ctx, rec, res.Deliveries)
 	rcv.releaseHanging()
 	pgCPU, err := backendCPU(ctx, st.stats)
+	var sourceCPU time.Duration
+	if err == nil {
+		sourceCPU, err = producerCPU()
+	}
 	if err != nil {
 		_, _ = d.Stop(ctx)
 		return Result{}, err
 	}
-	res.PostgresCPUSeconds = pgCPU.Seconds()
+	res.PostgresCPUSeconds = (pgCPU + sourceCPU).Seconds()
 	res.APICPUSeconds, err = gen.stop(ctx)
 	if err != nil {
 		_, _ = d.Stop(ctx)
@@ -354,8 +394,9 @@ func (r *runner) heraldOn(ctx context.Context, st *stage, s Scenario, hang bool,
 
 	w.warmup = s.Warmup
 	w.expected = res.Deliveries
-	commits, arrivals := rec.snapshot()
+	commits, arrivals, txs := rec.snapshot()
 	a := analyse(commits, arrivals, w)
+	res.CommitLatency = transactionLatency(txs, w)
 	res.Delivered = a.delivered
 	res.Duplicates = a.duplicates
 	res.DeliveredPerSecond = a.sustained

@@ -80,6 +80,12 @@ type Scenario struct {
 	// Noisy, when set, adds a noisy tenant (see Noisy). The scenario then
 	// runs twice: first as a control without it, then with it.
 	Noisy *Noisy
+	// Split runs Herald in split mode: the producers publish into a
+	// producer database of their own (Config.NewProducerDatabase), from
+	// which the dispatcher relays into Herald's. Its Postgres CPU counts
+	// both databases' backends and its WAL is the server's, as always;
+	// its rows and stored bytes are Herald's database's only.
+	Split bool
 }
 
 // filterBuckets is how many slices the Filtered scenarios cut events into
@@ -148,6 +154,15 @@ var Scenarios = []Scenario{
 		Warmup:   10 * time.Second,
 		Objects:  1000,
 		Ordering: store.OrderingObject,
+	},
+	{
+		Name:     "split",
+		About:    "steady in split mode: 1,000 events/s for 60 s published into a producer database, relayed into Herald's, to 10 endpoints",
+		Tenants:  10,
+		Rate:     1000,
+		Duration: 60 * time.Second,
+		Warmup:   10 * time.Second,
+		Split:    true,
 	},
 	{
 		Name:               "fanout",

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"os"
 	"os/exec"
+	"slices"
 	"strings"
 	"sync"
 	"syscall"
@@ -20,9 +21,14 @@ const stopTimeout = 45 * time.Second
 // program at path as a child process with args. The database URL, the
 // secret key and the loopback allow-list reach it through the environment
 // (HERALD_DATABASE_URL, HERALD_SECRET_KEY, HERALD_ALLOW_CIDRS), with
-// migrations off: the bench database is migrated already.
+// migrations off: the bench database is migrated already. A source adds
+// --source-database-url SourceName=source.
 func ProcessDispatcher(path string, args ...string) StartDispatcher {
-	return func(ctx context.Context, url, secretKey string) (RunningDispatcher, error) {
+	return func(ctx context.Context, url, secretKey, source string) (RunningDispatcher, error) {
+		args := args
+		if source != "" {
+			args = append(slices.Clip(args), "--source-database-url", SourceName+"="+source)
+		}
 		return startProcess("dispatcher", path, args,
 			"HERALD_DATABASE_URL="+url,
 			"HERALD_SECRET_KEY="+secretKey,

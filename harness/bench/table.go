@@ -15,12 +15,13 @@ func (r Report) WriteTables(w io.Writer) {
 	fmt.Fprintf(w, "%s · %d CPUs · %d MB · Linux %s · %s · Postgres %s (synchronous_commit=%s, fsync=%s, shared_buffers=%s) · dispatcher %s\n\n",
 		r.Date.Format("2006-01-02 15:04 MST"), m.CPUs, m.MemoryMB, m.Kernel, m.GoVersion, m.Postgres, m.SynchronousCommit, m.Fsync, m.SharedBuffers, r.Dispatcher)
 
-	speed := [][]string{{"scenario", "events", "deliveries", "publish/s", "delivered/s", "drain s", "p50 ms", "p95 ms", "p99 ms", "max ms", "attempts/delivery"}}
+	speed := [][]string{{"scenario", "events", "deliveries", "publish/s", "delivered/s", "drain s", "p50 ms", "p95 ms", "p99 ms", "max ms", "commit p50 ms", "commit p99 ms", "attempts/delivery"}}
 	for _, res := range r.Results {
 		speed = append(speed, []string{
 			res.Scenario, count(res.Events), fmt.Sprintf("%s/%s", count(res.Delivered), count(res.Deliveries)),
 			count(int(res.PublishPerSecond)), count(int(res.DeliveredPerSecond)), fmt.Sprintf("%.1f", res.DrainSeconds),
 			latency(res, res.Latency.P50), latency(res, res.Latency.P95), latency(res, res.Latency.P99), latency(res, res.Latency.Max),
+			commitLatency(res, res.CommitLatency.P50), commitLatency(res, res.CommitLatency.P99),
 			fmt.Sprintf("%.2f", res.AttemptsPerDelivery),
 		})
 	}
@@ -72,6 +73,15 @@ func (r Report) WriteTables(w io.Writer) {
 			fmt.Fprintf(w, "aged, %s database: %s\n", a.Age, a.Problem)
 		}
 	}
+}
+
+// commitLatency formats a producer commit latency; the scenarios with a
+// Load and the baseline have none.
+func commitLatency(res Result, v float64) string {
+	if res.CommitLatency.Count == 0 {
+		return "–"
+	}
+	return fmt.Sprintf("%.2f", v)
 }
 
 // apiCPU formats the api's CPU time; only the http scenarios have an api.

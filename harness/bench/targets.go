@@ -2,7 +2,7 @@ package bench
 
 import "fmt"
 
-// Target is one goal of issues 9, 19, 20 and 21 and whether the run met it.
+// Target is one goal of issues 9, 19, 20, 21 and 23 and whether the run met it.
 type Target struct {
 	Name string `json:"name"`
 	Want string `json:"want"`
@@ -40,6 +40,11 @@ const (
 	targetBatchOverSingle = 10.0
 	targetHTTPDelivered   = 0.8
 	targetTrickleCPURatio = 2.0
+	// The split scenario's (issue 23): the producer's commit p99 no worse
+	// than steady's in the same run, within the aged targets' 15% for
+	// machine noise, and end-to-end p99 through the relay under 150 ms.
+	targetSplitCommitWithin = 0.15
+	targetSplitP99          = 150 // milliseconds
 	// The filtered scenario's (issue 19): filters at fan-out keep 80% of
 	// fanout's deliveries/s.
 	targetFilteredOfFanout = 0.8
@@ -102,6 +107,7 @@ func evaluate(r Report) []Target {
 				steady.PublishPerSecond >= 0.95*targetSteadyRate && steady.Problem == "",
 		})
 	}
+	out = append(out, splitTargets(r)...)
 	fanout, ok1 := r.result("fanout")
 	filtered, ok2 := r.result("filtered")
 	if ok1 && ok2 && fanout.DeliveredPerSecond > 0 {
@@ -127,6 +133,31 @@ func evaluate(r Report) []Target {
 	out = append(out, noisyTargets(r)...)
 	out = append(out, evaluateAged(r)...)
 	return append(out, publishTargets(r)...)
+}
+
+// splitTargets checks the split scenario's targets.
+func splitTargets(r Report) []Target {
+	split, ok := r.result("split")
+	if !ok {
+		return nil
+	}
+	out := []Target{{
+		Name: "split p99 commit-to-arrival",
+		Want: fmt.Sprintf("< %d ms at %d events/s", targetSplitP99, targetSteadyRate),
+		Got:  fmt.Sprintf("%.1f ms at %.0f events/s", split.Latency.P99, split.PublishPerSecond),
+		Met: split.Latency.P99 < targetSplitP99 && split.Latency.Count > 0 &&
+			split.PublishPerSecond >= 0.95*targetSteadyRate && split.Problem == "",
+	}}
+	if steady, ok := r.result("steady"); ok && steady.CommitLatency.P99 > 0 {
+		out = append(out, Target{
+			Name: "split producer commit p99 vs steady",
+			Want: fmt.Sprintf("≤ %.0f%% of steady's (%.2f ms)", (1+targetSplitCommitWithin)*100, steady.CommitLatency.P99),
+			Got:  fmt.Sprintf("%.2f ms (%.0f%%)", split.CommitLatency.P99, split.CommitLatency.P99/steady.CommitLatency.P99*100),
+			Met: split.CommitLatency.Count > 0 && split.CommitLatency.P99 <= (1+targetSplitCommitWithin)*steady.CommitLatency.P99 &&
+				split.Problem == "" && steady.Problem == "",
+		})
+	}
+	return out
 }
 
 // evaluateAged checks the aged scenario's targets.
