@@ -2,6 +2,8 @@ package relay
 
 import (
 	"context"
+	"github.com/heraldhq/herald/internal/pgtest"
+	"github.com/heraldhq/herald/migrations/producer"
 
 	"github.com/google/uuid"
 )
@@ -22,3 +24,7 @@ func (r *Relay) Prune(ctx context.Context, name string) error {
 	}
 	panic("relay: no source " + name)
 }
+
+// ProducerTemplate is a producer's database in split mode: the outbox
+// alone.
+var ProducerTemplate = pgtest.Template{Name: "producer", Fingerprint: producer.Fingerprint(), Migrate: producer.Apply}

@@ -18,7 +18,7 @@ import (
 func TestSourceQueriesFollowIndexes(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()
-	pool := pgtest.NewPoolFrom(t, pgtest.Producer)
+	pool := pgtest.NewPoolFrom(t, ProducerTemplate)
 	_, err := pool.Exec(ctx, `INSERT INTO herald.outbox (id, tenant_id, event_type, object_id, object_version, body, created_at, relayed_at)
 SELECT herald.uuid_v7(now() - g * interval '1 ms'), 't' || (g % 10), 'x', 'o' || (g % 5000), g, '{}', now(),
     CASE WHEN g > 2000 THEN now() - interval '1 hour' END

@@ -38,7 +38,7 @@ func setup(t *testing.T) (*testBundle, context.Context) {
 	ctx := context.Background()
 	b := &testBundle{
 		herald:   open(t, pgtest.NewDatabase(t, pgtest.Herald), 4),
-		producer: open(t, pgtest.NewDatabase(t, pgtest.Producer), 4),
+		producer: open(t, pgtest.NewDatabase(t, relay.ProducerTemplate), 4),
 	}
 	box, err := secretbox.Parse(secretbox.Generate())
 	require.NoError(t, err)

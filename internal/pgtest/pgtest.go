@@ -25,7 +25,6 @@ import (
 	"github.com/heraldhq/herald/internal/database"
 	"github.com/heraldhq/herald/internal/scratchdb"
 	"github.com/heraldhq/herald/migrations"
-	"github.com/heraldhq/herald/migrations/producer"
 )
 
 // EnvURL names the environment variable that points tests at a Postgres
@@ -39,10 +38,6 @@ type Template = scratchdb.Template
 
 // Herald is the template with Herald's migrations (River's included).
 var Herald = Template{Name: "herald", Fingerprint: migrations.Fingerprint(), Migrate: migrations.Apply}
-
-// Producer is the template of a producer's database in split mode: the
-// outbox alone (package migrations/producer).
-var Producer = Template{Name: "producer", Fingerprint: producer.Fingerprint(), Migrate: producer.Apply}
 
 // Empty is a template with no tables, for code that migrates by itself.
 var Empty = Template{Name: "empty", Fingerprint: "v1", Migrate: func(context.Context, *pgxpool.Pool) error { return nil }}

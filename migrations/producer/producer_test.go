@@ -14,6 +14,10 @@ import (
 	"github.com/heraldhq/herald/migrations/producer"
 )
 
+// producerTemplate is a producer's database in split mode: the outbox
+// alone.
+var producerTemplate = pgtest.Template{Name: "producer", Fingerprint: producer.Fingerprint(), Migrate: producer.Apply}
+
 func TestApplyIsIdempotentAndSafeConcurrently(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()
@@ -47,7 +51,7 @@ func TestEachSchemaRefusesTheOthersDatabase(t *testing.T) {
 	require.ErrorIs(t, producer.Check(ctx, herald), producer.ErrHeraldDatabase)
 	require.False(t, exists(t, herald, producer.VersionTable))
 
-	source := pgtest.NewPoolFrom(t, pgtest.Producer)
+	source := pgtest.NewPoolFrom(t, producerTemplate)
 	require.ErrorIs(t, migrations.Apply(ctx, source), migrations.ErrProducerDatabase)
 	require.False(t, exists(t, source, "herald.schema_migrations"))
 	require.False(t, exists(t, source, "herald.river_job"))
@@ -70,7 +74,7 @@ func TestPublishingFunctionsAnswerAsHeraldsDo(t *testing.T) {
 	herald := pgtest.NewPool(t)
 	_, err := herald.Exec(ctx, "INSERT INTO herald.tenants (id) VALUES ('acme')")
 	require.NoError(t, err)
-	source := pgtest.NewPoolFrom(t, pgtest.Producer)
+	source := pgtest.NewPoolFrom(t, producerTemplate)
 
 	for _, sql := range []string{
 		`SELECT herald.publish('acme', 'Invoice Paid', 'inv_1', '{}')`,
