@@ -214,3 +214,52 @@ func TestSQLPublishMany(t *testing.T) {
 	}
 	require.Equal(t, 2, b.messageCount(t, ctx))
 }
+
+// One event without an idempotency key takes a path of its own in
+// herald.try_publish_many (migrations/0047_lean_single_publish.sql); it
+// must number an object's versions and build its body, channels and
+// returned row exactly as a batch does, whichever path came before.
+func TestPublishOneAndManyAgree(t *testing.T) {
+	t.Parallel()
+	b, ctx := setup(t)
+
+	withChannels := invoicePaid("inv_1")
+	withChannels.Channels = []string{"eu", "billing", "eu"}
+	keyed := invoicePaid("inv_1")
+	keyed.IdempotencyKey = "k-1"
+
+	var published []outbox.Published
+	one := func(m outbox.Message) {
+		published = append(published, b.publishCommitted(t, ctx, m))
+	}
+	one(invoicePaid("inv_1"))
+	one(withChannels)
+	tx, err := b.pool.Begin(ctx)
+	require.NoError(t, err)
+	many, err := outbox.PublishMany(ctx, tx, []outbox.Message{invoicePaid("inv_1"), withChannels})
+	require.NoError(t, err)
+	require.NoError(t, tx.Commit(ctx))
+	published = append(published, many...)
+	one(keyed)
+	one(invoicePaid("inv_1"))
+
+	for i, p := range published {
+		var (
+			body     string
+			version  int64
+			channels []string
+		)
+		require.NoError(t, b.pool.QueryRow(ctx, "SELECT body, object_version, channels FROM herald.messages WHERE id = $1", p.ID).
+			Scan(&body, &version, &channels))
+		require.Equal(t, int64(i+1), p.Version, "event %d", i)
+		require.Equal(t, p.Version, version, "event %d", i)
+		require.JSONEq(t, body, string(p.Body), "event %d: the returned body is the stored one", i)
+		require.Equal(t, fmt.Sprintf(`{"type":"invoice.paid","timestamp":%q,"object":{"id":"inv_1","version":%d},"data":{"amount": 4200, "currency": "eur"}}`,
+			p.CreatedAt.UTC().Format("2006-01-02T15:04:05Z"), i+1), body, "event %d", i)
+		if i == 1 || i == 3 {
+			require.Equal(t, []string{"billing", "eu"}, channels, "event %d", i)
+		} else {
+			require.Empty(t, channels, "event %d", i)
+		}
+	}
+}
