@@ -140,7 +140,7 @@ BEGIN
                 v_problem := format('is %s bytes; the limit is %s bytes (herald.max_payload_bytes)', octet_length(v_one::text), v_limit);
             END IF;
         END IF;
-        IF v_problem IS NULL AND jsonb_typeof(p_channels -> (i - 1)) IS DISTINCT FROM 'null' THEN
+        IF v_problem IS NULL AND jsonb_typeof(p_channels -> (i - 1)) <> 'null' THEN
             v_problem := herald.channels_problem(p_channels -> (i - 1));
             IF v_problem IS NOT NULL THEN
                 v_field := 'channels';
