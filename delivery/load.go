@@ -91,6 +91,7 @@ func (w *Worker) loadMany(ctx context.Context, ids []uuid.UUID) ([]*loaded, erro
 		byID  = make(map[uuid.UUID]*loaded, len(ids))
 	)
 	batch.Queue(lookUpByIndex)
+	batch.Queue(planOnce)
 	batch.Queue(loadDeliveries, ids, w.now()).Query(func(rows pgx.Rows) error {
 		var (
 			d                       loaded
