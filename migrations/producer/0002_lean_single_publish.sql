@@ -278,7 +278,8 @@ $$;
 
 
 -- herald.try_publish as in 0001_outbox.sql, passing no channels as NULL
--- rather than as one event's JSON null.
+-- rather than as one event's JSON null, and in PL/pgSQL: a SQL function is
+-- planned again on every call; herald.publish calls it.
 CREATE OR REPLACE FUNCTION herald.try_publish(
     p_tenant          text,
     p_type            text,
@@ -293,10 +294,13 @@ CREATE OR REPLACE FUNCTION herald.try_publish(
     OUT problem_field text,
     OUT problem       text
 )
-LANGUAGE sql VOLATILE
+LANGUAGE plpgsql VOLATILE
 AS $$
+BEGIN
     SELECT p.message_id, p.version, p.duplicate, p.problem_field, p.problem
+    INTO message_id, version, duplicate, problem_field, problem
     FROM herald.try_publish_many(p_tenant, ARRAY[p_type], ARRAY[p_object_id], ARRAY[p_data], ARRAY[p_idempotency_key], p_traceparent,
         CASE WHEN p_channels IS NOT NULL THEN jsonb_build_array(to_jsonb(p_channels)) END) AS p
-    LIMIT 1
+    LIMIT 1;
+END
 $$;
