@@ -6,6 +6,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/google/uuid"
 	"github.com/stretchr/testify/require"
 
 	"github.com/heraldhq/herald/internal/pgtest"
@@ -31,7 +32,7 @@ ANALYZE herald.outbox, herald.publish_idempotency_keys`)
 	require.NoError(t, err)
 	defer func() { _ = tx.Rollback(ctx) }()
 	for name, q := range map[string][]any{
-		claimOutbox:   {DefaultBatchSize},
+		claimOutbox:   {DefaultBatchSize, []uuid.UUID{uuid.New()}},
 		deleteRelayed: {DefaultRelayedGrace.Seconds(), PruneBatch},
 		deleteOldKeys: {time.Now().Add(-time.Hour), PruneBatch},
 	} {
