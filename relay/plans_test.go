@@ -48,3 +48,22 @@ ANALYZE herald.outbox, herald.publish_idempotency_keys`)
 		require.NotContains(t, plan.String(), "Seq Scan", "%s\n%s", name, plan.String())
 	}
 }
+
+// Waking the fan-out after a relay's insert looks the batch's messages up
+// along messages_pkey, in each partition the ids fall in.
+func TestHeraldQueriesFollowIndexes(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	pool := pgtest.NewPoolFrom(t, pgtest.Herald)
+	var plan strings.Builder
+	rows, err := pool.Query(ctx, "EXPLAIN "+wakeFanOut, []uuid.UUID{uuid.Must(uuid.NewV7()), uuid.Must(uuid.NewV7())})
+	require.NoError(t, err)
+	for rows.Next() {
+		var line string
+		require.NoError(t, rows.Scan(&line))
+		plan.WriteString(line + "\n")
+	}
+	require.NoError(t, rows.Err())
+	require.NotContains(t, plan.String(), "Seq Scan", plan.String())
+	require.Contains(t, plan.String(), "messages_", plan.String())
+}

@@ -93,8 +93,12 @@ WHERE t.id IS NULL OR t.deleted_at IS NOT NULL`
 
 	// wakeFanOut wakes the fan-out at Herald's commit as a publish there
 	// does (herald.wake_dispatcher: at most one notification per
-	// outbox.NotifyWindow; the fan-out drains once more after it).
-	wakeFanOut = `SELECT herald.wake_dispatcher(clock_timestamp())`
+	// outbox.NotifyWindow; the fan-out drains once more after it), if
+	// Herald has any of the batch's messages ($1, looked up along
+	// messages_pkey): insertRelayed ran before it in the same transaction,
+	// and a batch Herald refused whole wakes nothing.
+	wakeFanOut = `SELECT herald.wake_dispatcher(clock_timestamp())
+WHERE EXISTS (SELECT FROM herald.messages m WHERE m.id = ANY ($1::uuid[]))`
 
 	// markRelayed marks the relayed messages ($1) and the refused ones
 	// ($2, with why in $3) on the source.

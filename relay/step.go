@@ -169,13 +169,17 @@ func (r *Relay) mark(ctx context.Context, source string, stx pgx.Tx, ids []uuid.
 	}
 }
 
-// insert inserts batch into Herald's messages in a transaction of its
-// own that wakes the fan-out, commits it, and returns the messages Herald
-// refused, with why.
+// insert inserts batch into Herald's messages and wakes the fan-out in
+// one round trip: the two statements go as one batch, which Postgres runs
+// as one implicit transaction and commits before it answers the batch's
+// end. It returns the messages Herald refused, with why, once that commit
+// is done.
 func (r *Relay) insert(ctx context.Context, source string, batch []message) (map[uuid.UUID]string, error) {
 	channels := make([][]string, len(batch))
+	ids := make([]uuid.UUID, len(batch))
 	for i, m := range batch {
 		channels[i] = m.channels
+		ids[i] = m.id
 	}
 	channelsJSON, err := json.Marshal(channels)
 	if err != nil {
@@ -184,12 +188,12 @@ func (r *Relay) insert(ctx context.Context, source string, batch []message) (map
 	args := append([]any{source}, unnest.Arrays(batch, messageColumns...)...)
 	args = append(args, channelsJSON)
 
-	htx, err := r.pool.Begin(ctx)
-	if err != nil {
-		return nil, fmt.Errorf("begin in Herald's database: %w", err)
-	}
-	defer rollback(ctx, htx)
-	rows, err := htx.Query(ctx, insertRelayed, args...)
+	var b pgx.Batch
+	b.Queue(insertRelayed, args...)
+	b.Queue(wakeFanOut, ids)
+	br := r.pool.SendBatch(ctx, &b)
+	defer br.Close()
+	rows, err := br.Query()
 	if err != nil {
 		return nil, fmt.Errorf("insert into Herald's messages: %w", err)
 	}
@@ -204,12 +208,10 @@ func (r *Relay) insert(ctx context.Context, source string, batch []message) (map
 	}); err != nil {
 		return nil, fmt.Errorf("insert into Herald's messages: %w", err)
 	}
-	if len(refused) < len(batch) {
-		if _, err := htx.Exec(ctx, wakeFanOut); err != nil {
-			return nil, fmt.Errorf("wake the fan-out: %w", err)
-		}
+	if _, err := br.Exec(); err != nil {
+		return nil, fmt.Errorf("wake the fan-out: %w", err)
 	}
-	if err := htx.Commit(ctx); err != nil {
+	if err := br.Close(); err != nil {
 		return nil, fmt.Errorf("commit in Herald's database: %w", err)
 	}
 	return refused, nil
