@@ -9,8 +9,9 @@ import (
 )
 
 // SetAfterHeraldCommit makes the relay built from cfg run f after
-// Herald's commit and before the source's mark; an error from f abandons
-// the step there, as a crash would.
+// Herald's commit and before the source's mark, in the goroutine that
+// marks (the next step may run meanwhile); an error from f abandons the
+// mark there, as a crash would.
 func SetAfterHeraldCommit(cfg *Config, f func(source string, ids []uuid.UUID) error) {
 	cfg.afterHeraldCommit = f
 }

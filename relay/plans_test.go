@@ -6,6 +6,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/google/uuid"
 	"github.com/stretchr/testify/require"
 
 	"github.com/heraldhq/herald/internal/pgtest"
@@ -31,7 +32,7 @@ ANALYZE herald.outbox, herald.publish_idempotency_keys`)
 	require.NoError(t, err)
 	defer func() { _ = tx.Rollback(ctx) }()
 	for name, q := range map[string][]any{
-		claimOutbox:   {DefaultBatchSize},
+		claimOutbox:   {DefaultBatchSize, []uuid.UUID{uuid.New()}},
 		deleteRelayed: {DefaultRelayedGrace.Seconds(), PruneBatch},
 		deleteOldKeys: {time.Now().Add(-time.Hour), PruneBatch},
 	} {
@@ -46,4 +47,23 @@ ANALYZE herald.outbox, herald.publish_idempotency_keys`)
 		require.NoError(t, rows.Err())
 		require.NotContains(t, plan.String(), "Seq Scan", "%s\n%s", name, plan.String())
 	}
+}
+
+// Waking the fan-out after a relay's insert looks the batch's messages up
+// along messages_pkey, in each partition the ids fall in.
+func TestHeraldQueriesFollowIndexes(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	pool := pgtest.NewPoolFrom(t, pgtest.Herald)
+	var plan strings.Builder
+	rows, err := pool.Query(ctx, "EXPLAIN "+wakeFanOut, []uuid.UUID{uuid.Must(uuid.NewV7()), uuid.Must(uuid.NewV7())})
+	require.NoError(t, err)
+	for rows.Next() {
+		var line string
+		require.NoError(t, rows.Scan(&line))
+		plan.WriteString(line + "\n")
+	}
+	require.NoError(t, rows.Err())
+	require.NotContains(t, plan.String(), "Seq Scan", plan.String())
+	require.Contains(t, plan.String(), "messages_", plan.String())
 }

@@ -12,9 +12,11 @@ const (
 	// (docs/DESIGN.md, "Ordered delivery", rule 3), so a message is held
 	// back (held) while a lower version of its object waits outside the
 	// batch: claimed by another relay, which marks it only after Herald's
-	// commit, or past the second limit. The lowest waiting version of an
-	// object is never held, so every claim moves something unless another
-	// relay holds what it needs.
+	// commit, or past the second limit. $2 are messages this relay knows
+	// Herald has, their mark still committing (the previous step's, see
+	// step): they do not hold a later version back (NULL means none). The
+	// lowest waiting version of an object is never held, so every claim
+	// moves something unless another relay holds what it needs.
 	claimOutbox = `WITH first AS (
     SELECT o.id, o.tenant_id, o.object_id, o.object_version
     FROM herald.outbox o
@@ -47,7 +49,8 @@ SELECT c.id, c.tenant_id, c.event_type, c.object_id, c.object_version, c.body,
         SELECT FROM herald.outbox w
         WHERE w.tenant_id = c.tenant_id AND w.object_id = c.object_id AND w.object_version < c.object_version
             AND w.relayed_at IS NULL AND w.refused IS NULL
-            AND w.id NOT IN (SELECT b.id FROM batch b)) AS held
+            AND w.id NOT IN (SELECT b.id FROM batch b)
+            AND w.id <> ALL (coalesce($2::uuid[], '{}'))) AS held
 FROM herald.outbox c
 WHERE c.id = ANY (ARRAY(SELECT b.id FROM batch b))
 ORDER BY c.id`
@@ -90,8 +93,12 @@ WHERE t.id IS NULL OR t.deleted_at IS NOT NULL`
 
 	// wakeFanOut wakes the fan-out at Herald's commit as a publish there
 	// does (herald.wake_dispatcher: at most one notification per
-	// outbox.NotifyWindow; the fan-out drains once more after it).
-	wakeFanOut = `SELECT herald.wake_dispatcher(clock_timestamp())`
+	// outbox.NotifyWindow; the fan-out drains once more after it), if
+	// Herald has any of the batch's messages ($1, looked up along
+	// messages_pkey): insertRelayed ran before it in the same transaction,
+	// and a batch Herald refused whole wakes nothing.
+	wakeFanOut = `SELECT herald.wake_dispatcher(clock_timestamp())
+WHERE EXISTS (SELECT FROM herald.messages m WHERE m.id = ANY ($1::uuid[]))`
 
 	// markRelayed marks the relayed messages ($1) and the refused ones
 	// ($2, with why in $3) on the source.

@@ -9,6 +9,13 @@
 //     their id, ON CONFLICT DO NOTHING, wake the fan-out, and commit;
 //  3. on the source, mark them relayed, and commit.
 //
+// Step 3 runs in the background (step.go): the next step claims on
+// another connection while the mark commits, so a batch no longer waits
+// for the previous batch's source commit, only for its Herald commit.
+// The marking transaction keeps the claimed rows locked until they are
+// marked, so no claim takes them meanwhile; at most one mark per source
+// is committing at a time.
+//
 // A crash between the two commits leaves the batch unmarked on the
 // source: the next step claims it again and step 2 inserts nothing twice.
 // A crash before Herald's commit leaves nothing in Herald. So every
@@ -56,10 +63,11 @@ const (
 	// included; as the fan-out's, it cuts only a step stuck on a dead
 	// connection.
 	DefaultStepTimeout = 30 * time.Second
-	// SourceMaxConns is the pool size a source needs: the relay step's
-	// transaction and the retention's. The relay's LISTEN has a
-	// connection of its own besides.
-	SourceMaxConns = 2
+	// SourceMaxConns is the pool size a source needs: a relay step's
+	// transaction, the previous step's while its mark commits, and the
+	// retention's. The relay's LISTEN has a connection of its own
+	// besides.
+	SourceMaxConns = 3
 )
 
 // Source is one producer database, opened.
@@ -96,8 +104,8 @@ type Config struct {
 	Logger *slog.Logger
 
 	// afterHeraldCommit, when set, runs after Herald's commit and before
-	// the source's mark; an error abandons the step there, as a crash
-	// would. Tests set it (export_test.go).
+	// the source's mark, in the goroutine that marks; an error abandons
+	// the mark there, as a crash would. Tests set it (export_test.go).
 	afterHeraldCommit func(source string, ids []uuid.UUID) error
 }
 

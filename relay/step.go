@@ -43,23 +43,56 @@ var messageColumns = []unnest.Column[message]{
 // trip, after the step's own deadline may have passed.
 const rollbackTimeout = 5 * time.Second
 
+// marking is a batch Herald has committed whose mark on the source is
+// committing in the background: its source transaction still holds the
+// batch's row locks, so no claim takes it meanwhile.
+type marking struct {
+	// relayed are the batch's messages Herald has (not the refused ones).
+	relayed []uuid.UUID
+	// done is closed once the mark committed or failed.
+	done chan struct{}
+}
+
+// wait waits for m's mark, if any, to end.
+func (m *marking) wait() {
+	if m != nil {
+		<-m.done
+	}
+}
+
 // step relays one batch from s: claim on the source, insert into Herald
-// and commit, then mark on the source and commit (see the package doc).
-// It returns how many messages it claimed and how many of them it
-// relayed or refused (the others were held back: see claimOutbox). A
-// claim of less than the batch size means the source's outbox was
-// drained; a claim may take up to twice the batch size.
-func (r *Relay) step(ctx context.Context, s Source) (claimed, moved int, err error) {
+// and commit, then hand the source's transaction to a goroutine that
+// marks the batch and commits (see the package doc), and return. prev is
+// the previous step's mark, which may still be committing: its batch is
+// locked until then, so the claim skips it, and its relayed messages
+// count as in Herald when the claim holds back a version whose lower
+// version waits (see claimOutbox). step waits for prev before handing
+// over its own mark, so a source has at most one mark committing and two
+// of its connections in use. It returns how many messages it claimed,
+// how many of them it relayed or refused (the others were held back),
+// and its mark (nil if it moved nothing). A claim of less than the batch
+// size means the source's outbox was drained; a claim may take up to
+// twice the batch size.
+func (r *Relay) step(ctx context.Context, s Source, prev *marking) (claimed, moved int, next *marking, err error) {
 	ctx, cancel := context.WithTimeout(ctx, r.stepTimeout)
 	defer cancel()
 	stx, err := s.Pool.Begin(ctx)
 	if err != nil {
-		return 0, 0, fmt.Errorf("begin on the source: %w", err)
+		return 0, 0, nil, fmt.Errorf("begin on the source: %w", err)
 	}
-	defer rollback(ctx, stx)
-	rows, err := stx.Query(ctx, claimOutbox, r.batchSize)
+	handedOver := false
+	defer func() {
+		if !handedOver {
+			rollback(ctx, stx)
+		}
+	}()
+	inHerald := []uuid.UUID{}
+	if prev != nil {
+		inHerald = prev.relayed
+	}
+	rows, err := stx.Query(ctx, claimOutbox, r.batchSize, inHerald)
 	if err != nil {
-		return 0, 0, fmt.Errorf("claim on the source: %w", err)
+		return 0, 0, nil, fmt.Errorf("claim on the source: %w", err)
 	}
 	var (
 		batch []message
@@ -75,15 +108,15 @@ func (r *Relay) step(ctx context.Context, s Source) (claimed, moved int, err err
 		return nil
 	})
 	if err != nil {
-		return 0, 0, fmt.Errorf("claim on the source: %w", err)
+		return 0, 0, nil, fmt.Errorf("claim on the source: %w", err)
 	}
 	if len(batch) == 0 {
-		return claimed, 0, nil
+		return claimed, 0, nil, nil
 	}
 
 	refused, err := r.insert(ctx, s.Name, batch)
 	if err != nil {
-		return 0, 0, err
+		return 0, 0, nil, err
 	}
 	ids := make([]uuid.UUID, 0, len(batch))
 	for _, m := range batch {
@@ -91,9 +124,30 @@ func (r *Relay) step(ctx context.Context, s Source) (claimed, moved int, err err
 			ids = append(ids, m.id)
 		}
 	}
+	prev.wait()
+	next = &marking{relayed: ids, done: make(chan struct{})}
+	handedOver = true
+	go func() {
+		defer close(next.done)
+		r.mark(ctx, s.Name, stx, ids, refused)
+	}()
+	return claimed, len(batch), next, nil
+}
+
+// mark runs after Herald's commit: it marks the relayed messages (ids)
+// and the refused ones on the source in stx, the transaction that claimed
+// them, and commits it, within its own StepTimeout (the step's context
+// may have ended: a mark runs to its end even when the relay stops). A
+// failure is logged: the batch stays unmarked and the next claim relays
+// it again, inserting nothing twice.
+func (r *Relay) mark(ctx context.Context, source string, stx pgx.Tx, ids []uuid.UUID, refused map[uuid.UUID]string) {
+	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), r.stepTimeout)
+	defer cancel()
+	defer rollback(ctx, stx)
 	if r.afterHeraldCommit != nil {
-		if err := r.afterHeraldCommit(s.Name, ids); err != nil {
-			return 0, 0, err
+		if err := r.afterHeraldCommit(source, ids); err != nil {
+			r.logger.ErrorContext(ctx, "relay from the source: stopped before the mark", "source", source, "error", err)
+			return
 		}
 	}
 	refusedIDs := make([]uuid.UUID, 0, len(refused))
@@ -102,24 +156,30 @@ func (r *Relay) step(ctx context.Context, s Source) (claimed, moved int, err err
 		refusedIDs = append(refusedIDs, id)
 		problems = append(problems, problem)
 		r.logger.ErrorContext(ctx, "Herald refused a message of the source; it stays there, marked refused",
-			"source", s.Name, "message_id", id, "problem", problem)
+			"source", source, "message_id", id, "problem", problem)
 	}
 	if _, err := stx.Exec(ctx, markRelayed, ids, refusedIDs, problems); err != nil {
-		return 0, 0, fmt.Errorf("mark relayed on the source (Herald has them; the next step relays them again, inserting nothing twice): %w", err)
+		r.logger.ErrorContext(ctx, "mark relayed on the source (Herald has them; the next step relays them again, inserting nothing twice)",
+			"source", source, "error", err)
+		return
 	}
 	if err := stx.Commit(ctx); err != nil {
-		return 0, 0, fmt.Errorf("commit on the source (Herald has them; the next step relays them again, inserting nothing twice): %w", err)
+		r.logger.ErrorContext(ctx, "commit on the source (Herald has them; the next step relays them again, inserting nothing twice)",
+			"source", source, "error", err)
 	}
-	return claimed, len(batch), nil
 }
 
-// insert inserts batch into Herald's messages in a transaction of its
-// own that wakes the fan-out, commits it, and returns the messages Herald
-// refused, with why.
+// insert inserts batch into Herald's messages and wakes the fan-out in
+// one round trip: the two statements go as one batch, which Postgres runs
+// as one implicit transaction and commits before it answers the batch's
+// end. It returns the messages Herald refused, with why, once that commit
+// is done.
 func (r *Relay) insert(ctx context.Context, source string, batch []message) (map[uuid.UUID]string, error) {
 	channels := make([][]string, len(batch))
+	ids := make([]uuid.UUID, len(batch))
 	for i, m := range batch {
 		channels[i] = m.channels
+		ids[i] = m.id
 	}
 	channelsJSON, err := json.Marshal(channels)
 	if err != nil {
@@ -128,12 +188,12 @@ func (r *Relay) insert(ctx context.Context, source string, batch []message) (map
 	args := append([]any{source}, unnest.Arrays(batch, messageColumns...)...)
 	args = append(args, channelsJSON)
 
-	htx, err := r.pool.Begin(ctx)
-	if err != nil {
-		return nil, fmt.Errorf("begin in Herald's database: %w", err)
-	}
-	defer rollback(ctx, htx)
-	rows, err := htx.Query(ctx, insertRelayed, args...)
+	var b pgx.Batch
+	b.Queue(insertRelayed, args...)
+	b.Queue(wakeFanOut, ids)
+	br := r.pool.SendBatch(ctx, &b)
+	defer br.Close()
+	rows, err := br.Query()
 	if err != nil {
 		return nil, fmt.Errorf("insert into Herald's messages: %w", err)
 	}
@@ -148,12 +208,10 @@ func (r *Relay) insert(ctx context.Context, source string, batch []message) (map
 	}); err != nil {
 		return nil, fmt.Errorf("insert into Herald's messages: %w", err)
 	}
-	if len(refused) < len(batch) {
-		if _, err := htx.Exec(ctx, wakeFanOut); err != nil {
-			return nil, fmt.Errorf("wake the fan-out: %w", err)
-		}
+	if _, err := br.Exec(); err != nil {
+		return nil, fmt.Errorf("wake the fan-out: %w", err)
 	}
-	if err := htx.Commit(ctx); err != nil {
+	if err := br.Close(); err != nil {
 		return nil, fmt.Errorf("commit in Herald's database: %w", err)
 	}
 	return refused, nil

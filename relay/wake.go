@@ -22,21 +22,24 @@ const listenTimeout = 10 * time.Second
 
 // runSource relays from s until ctx ends: it drains s, prunes it when due,
 // and waits for a notification, the follow-up or the next poll. Without a
-// listening connection it polls.
+// listening connection it polls. Before it returns, the last step's mark
+// has ended.
 func (r *Relay) runSource(ctx context.Context, s Source) {
 	var nextPrune time.Time
+	var pending *marking
+	defer func() { pending.wait() }()
 	for ctx.Err() == nil {
 		conn, err := listen(ctx, s)
 		if err != nil {
 			if ctx.Err() == nil {
 				r.logger.ErrorContext(ctx, "listen for the source's publishes; polling until it works", "source", s.Name, "error", err)
 			}
-			r.drain(ctx, s)
+			pending = r.drain(ctx, s, pending)
 			nextPrune = r.pruneIfDue(ctx, s, nextPrune)
 			sleep(ctx, r.pollInterval)
 			continue
 		}
-		r.drainAndWait(ctx, s, conn, &nextPrune)
+		r.drainAndWait(ctx, s, conn, &nextPrune, &pending)
 		closeCtx, cancel := context.WithTimeout(context.WithoutCancel(ctx), listenTimeout)
 		_ = conn.Close(closeCtx)
 		cancel()
@@ -45,12 +48,12 @@ func (r *Relay) runSource(ctx context.Context, s Source) {
 
 // drainAndWait alternates draining and waiting on conn until ctx ends or
 // conn fails.
-func (r *Relay) drainAndWait(ctx context.Context, s Source, conn *pgx.Conn, nextPrune *time.Time) {
+func (r *Relay) drainAndWait(ctx context.Context, s Source, conn *pgx.Conn, nextPrune *time.Time, pending **marking) {
 	var followUp time.Time
 	for {
 		// Subscribed before draining, so a publish committed meanwhile
 		// still wakes the next wait.
-		r.drain(ctx, s)
+		*pending = r.drain(ctx, s, *pending)
 		*nextPrune = r.pruneIfDue(ctx, s, *nextPrune)
 		wait := r.pollInterval
 		if !followUp.IsZero() {
@@ -71,20 +74,26 @@ func (r *Relay) drainAndWait(ctx context.Context, s Source, conn *pgx.Conn, next
 }
 
 // drain runs relay steps on s until one claims less than a batch, or
-// moves nothing (all held back: the next drain retries them).
-func (r *Relay) drain(ctx context.Context, s Source) {
+// moves nothing (all held back: the next drain retries them). pending is
+// the last mark of the previous drain, maybe still committing; drain
+// returns its own last one, which commits while the relay waits.
+func (r *Relay) drain(ctx context.Context, s Source, pending *marking) *marking {
 	for ctx.Err() == nil {
-		claimed, moved, err := r.step(ctx, s)
+		claimed, moved, next, err := r.step(ctx, s, pending)
 		if err != nil {
 			if ctx.Err() == nil {
 				r.logger.ErrorContext(ctx, "relay from the source", "source", s.Name, "error", err)
 			}
-			return
+			return pending
+		}
+		if next != nil {
+			pending = next
 		}
 		if claimed < r.batchSize || moved == 0 {
-			return
+			return pending
 		}
 	}
+	return pending
 }
 
 // listen opens a connection of its own to s (a pooled one would carry
