@@ -182,11 +182,13 @@ FROM unnest($1::uuid[], $3::text[], $4::bigint[]) AS u(id, object_id, version)
 LEFT JOIN herald.ordered_lines l ON l.endpoint_id = $2 AND l.object_id = u.object_id
 LEFT JOIN LATERAL (SELECT true AS waiting FROM herald.ordered_waiting w WHERE w.delivery_id = u.id LIMIT 1) w ON true`
 
-	// lockSettlingLines locks the lines whose heads are among the
-	// deliveries $1, in the order every writer of lines locks them, before
-	// the transaction that settles those heads locks the deliveries.
-	lockSettlingLines = `SELECT FROM herald.ordered_lines WHERE head_delivery_id = ANY($1)
-ORDER BY endpoint_id, object_id FOR UPDATE`
+	// lockSettlingLines locks the lines (endpoint $2, object $3) whose
+	// heads are the deliveries $1, in the order every writer of lines locks
+	// them, before the transaction that settles those heads locks the
+	// deliveries. Lines are found by primary key (migration 0048).
+	lockSettlingLines = `SELECT FROM unnest($1::uuid[], $2::uuid[], $3::text[]) AS u(id, endpoint_id, object_id)
+JOIN herald.ordered_lines l ON l.endpoint_id = u.endpoint_id AND l.object_id = u.object_id AND l.head_delivery_id = u.id
+ORDER BY l.endpoint_id, l.object_id FOR UPDATE OF l`
 
 	// settleLines takes the settled deliveries $1 out of their lines and
 	// returns the lines' next heads.

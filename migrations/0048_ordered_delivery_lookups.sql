@@ -41,6 +41,17 @@
 
 DROP INDEX herald.ordered_lines_parked;
 
+-- A line's head changes at every settle. While head_delivery_id was
+-- indexed (ordered_lines_head), each change was a new version of the row in
+-- every index of the table; with autovacuum slow or off, the primary key of
+-- a line of 100 versions held 100 entries, which every lookup of the line
+-- read. Unindexed, the change is a heap-only update that the row's page
+-- prunes, given room on the page. Lines are now found by their primary
+-- key: the recording knows the endpoint and object of what it settles, and
+-- ordered_settle finds them through the deliveries and their messages.
+DROP INDEX herald.ordered_lines_head;
+ALTER TABLE herald.ordered_lines SET (fillfactor = 50);
+
 -- ordered_next gives each line (p_endpoints[i], p_objects[i]), locked by
 -- the caller, its next head, whatever its head was: the lowest waiting
 -- version whose delivery is still pending. The waiting rows it passes
@@ -195,15 +206,18 @@ BEGIN
     RETURN QUERY
         SELECT d.id, d.endpoint_id, d.generation,
             d.next_attempt_at IS NULL AND d.attempt_count = d.attempts_before_requeue, p_trigger
-        FROM herald.ordered_lines l
-        JOIN herald.deliveries d ON d.id = l.head_delivery_id
-            AND d.id >= herald.history_lower(l.head_delivery_id) AND d.id < herald.history_upper(l.head_delivery_id)
-        WHERE l.head_delivery_id = ANY (ids);
+        FROM unnest(ids, endpoints, objects) AS u (id, endpoint_id, object_id)
+        JOIN herald.ordered_lines l ON l.endpoint_id = u.endpoint_id AND l.object_id = u.object_id
+            AND l.head_delivery_id = u.id
+        JOIN herald.deliveries d ON d.id = u.id
+            AND d.id >= herald.history_lower(u.id) AND d.id < herald.history_upper(u.id);
 
     INSERT INTO herald.ordered_waiting (endpoint_id, object_id, object_version, delivery_id, trigger)
     SELECT u.endpoint_id, u.object_id, u.version, u.id, p_trigger
     FROM unnest(ids, endpoints, objects, versions) AS u (id, endpoint_id, object_id, version)
-    WHERE NOT EXISTS (SELECT FROM herald.ordered_lines l WHERE l.head_delivery_id = u.id)
+    WHERE NOT EXISTS (
+        SELECT FROM herald.ordered_lines l
+        WHERE l.endpoint_id = u.endpoint_id AND l.object_id = u.object_id AND l.head_delivery_id = u.id)
     ORDER BY u.endpoint_id, u.object_id, u.version
     ON CONFLICT (delivery_id) DO UPDATE SET trigger = excluded.trigger;
 
@@ -212,7 +226,9 @@ END
 $$;
 
 -- ordered_settle: as in 0037, but each settled head's line goes straight
--- to its next head (ordered_next), without first being cleared.
+-- to its next head (ordered_next), without first being cleared, and the
+-- lines are found by primary key, through their heads' deliveries and
+-- messages.
 CREATE OR REPLACE FUNCTION herald.ordered_settle(p_deliveries uuid[])
 RETURNS TABLE (new_head uuid, new_endpoint uuid, new_generation integer, new_batchable boolean, new_trigger text)
 LANGUAGE plpgsql
@@ -225,10 +241,15 @@ BEGIN
     DELETE FROM herald.ordered_waiting ow WHERE ow.delivery_id = ANY (p_deliveries);
     WITH settled AS (
         SELECT l.endpoint_id, l.object_id
-        FROM herald.ordered_lines l
-        WHERE l.head_delivery_id = ANY (p_deliveries)
+        FROM unnest(p_deliveries) AS u (id)
+        JOIN herald.deliveries d ON d.id = u.id
+            AND d.id >= herald.history_lower(u.id) AND d.id < herald.history_upper(u.id)
+        JOIN herald.messages m ON m.id = d.message_id
+            AND m.id >= herald.history_lower(d.message_id) AND m.id < herald.history_upper(d.message_id)
+        JOIN herald.ordered_lines l ON l.endpoint_id = d.endpoint_id AND l.object_id = m.object_id
+            AND l.head_delivery_id = u.id
         ORDER BY l.endpoint_id, l.object_id
-        FOR UPDATE
+        FOR UPDATE OF l
     )
     SELECT array_agg(endpoint_id), array_agg(object_id) INTO line_endpoints, line_objects FROM settled;
     IF line_endpoints IS NULL THEN
