@@ -17,13 +17,13 @@
 --   partial index of parked lines (the endpoint's headless lines, scanned
 --   and filtered by object), and set their next heads (a second update).
 --   Every update of a line changes head_delivery_id, which is indexed, so
---   each is a new row version in every index of the table. ordered_settle
---   now sets each settled line's next head, or deletes the line, in one
---   statement: one update per settle.
+--   each is a new row version in every index of the table (see below for
+--   that index). ordered_settle now sets each settled line's next head, or
+--   deletes the line, through ordered_next: one update per settle.
 -- * The waiting rows a line's new head passes were deleted by a condition
 --   on the version the index could not use (object_version <= v OR v IS
 --   NULL), so every advance read the line's whole backlog: for a line of
---   100 versions, 5,000 rows read to settle them. The bound is now a
+--   100 versions, about 5,000 rows read to settle them. The bound is now a
 --   column of the index's condition.
 --
 -- ordered_lines_parked (a line's endpoint, for lines with no head) goes:
