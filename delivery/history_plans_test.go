@@ -30,6 +30,6 @@ func TestHistoryQueriesUseIndexes(t *testing.T) {
 		{Name: "delivery: record an attempt", SQL: recordAttempt, Args: record, OnePartition: []string{"deliveries"}},
 		{Name: "delivery: record attempts", SQL: recordAttempts, Args: arrays, Setup: []string{lookUpByIndex}, OnePartition: []string{"deliveries"}},
 		{Name: "delivery: gate of an ordered line", SQL: gateDeliveries, Args: []any{ids, s.EndpointID, []string{"obj_1"}, []int64{5}, s.TenantID}},
-		{Name: "delivery: lock settling lines", SQL: lockSettlingLines, Args: []any{ids}},
+		{Name: "delivery: lock settling lines", SQL: lockSettlingLines, Args: []any{ids, []uuid.UUID{s.EndpointID}, []string{"obj_1"}}},
 	})
 }

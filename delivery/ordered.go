@@ -16,8 +16,9 @@ import (
 // herald.ordered_waiting with none. Whoever settles a head (the recording
 // of its attempt: succeeded, or given up) makes the next version the head
 // and gives it a job in the same transaction. The SQL functions of
-// migrations/0030_ordered_delivery.sql do the changes to lines; docs/DESIGN.md
-// ("Ordered delivery") has the rules and why they hold.
+// migrations/0030_ordered_delivery.sql (rewritten by 0037 and 0048) do the
+// changes to lines; docs/DESIGN.md ("Ordered delivery") has the rules and
+// why they hold.
 
 // OrderedWaitSnooze is how long a head's job waits before it looks again
 // when a lower version of its object has not been fanned out yet: a

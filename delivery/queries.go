@@ -168,19 +168,27 @@ RETURNING delivery_id`
 	// to the ordered endpoint $2 of tenant $5, whether it is its line's
 	// head, whether it waits in the line, and whether a lower version of its
 	// object is not fanned out yet (messages_undispatched_object).
-	gateDeliveries = `SELECT u.id, coalesce(l.head_delivery_id = u.id, false),
-    EXISTS (SELECT FROM herald.ordered_waiting w WHERE w.delivery_id = u.id),
+	//
+	// Whether it waits is a lateral subquery with a LIMIT, which Postgres
+	// runs as one index lookup per delivery. As an EXISTS it was planned,
+	// while ordered_waiting was small, as a hash of the whole table, and
+	// the statement, prepared, kept that plan as the table grew to the
+	// backlog: the gate then read every waiting row on every call.
+	gateDeliveries = `SELECT u.id, coalesce(l.head_delivery_id = u.id, false), w.waiting IS NOT NULL,
     EXISTS (SELECT FROM herald.messages m
             WHERE m.tenant_id = $5 AND m.object_id = u.object_id AND m.object_version < u.version
               AND m.dispatched_at IS NULL)
 FROM unnest($1::uuid[], $3::text[], $4::bigint[]) AS u(id, object_id, version)
-LEFT JOIN herald.ordered_lines l ON l.endpoint_id = $2 AND l.object_id = u.object_id`
+LEFT JOIN herald.ordered_lines l ON l.endpoint_id = $2 AND l.object_id = u.object_id
+LEFT JOIN LATERAL (SELECT true AS waiting FROM herald.ordered_waiting w WHERE w.delivery_id = u.id LIMIT 1) w ON true`
 
-	// lockSettlingLines locks the lines whose heads are among the
-	// deliveries $1, in the order every writer of lines locks them, before
-	// the transaction that settles those heads locks the deliveries.
-	lockSettlingLines = `SELECT FROM herald.ordered_lines WHERE head_delivery_id = ANY($1)
-ORDER BY endpoint_id, object_id FOR UPDATE`
+	// lockSettlingLines locks the lines (endpoint $2, object $3) whose
+	// heads are the deliveries $1, in the order every writer of lines locks
+	// them, before the transaction that settles those heads locks the
+	// deliveries. Lines are found by primary key (migration 0048).
+	lockSettlingLines = `SELECT FROM unnest($1::uuid[], $2::uuid[], $3::text[]) AS u(id, endpoint_id, object_id)
+JOIN herald.ordered_lines l ON l.endpoint_id = u.endpoint_id AND l.object_id = u.object_id AND l.head_delivery_id = u.id
+ORDER BY l.endpoint_id, l.object_id FOR UPDATE OF l`
 
 	// settleLines takes the settled deliveries $1 out of their lines and
 	// returns the lines' next heads.

@@ -172,10 +172,16 @@ func (w *Worker) apply(ctx context.Context, rs []recording) ([]applied, error) {
 		what = fmt.Sprintf("attempt %d of delivery %s", decisions[0].number, rs[0].d.id)
 	}
 
-	var settling []uuid.UUID // ordered deliveries the attempts settle
+	var ( // ordered deliveries the attempts settle, with their lines
+		settling  []uuid.UUID
+		endpoints []uuid.UUID
+		objects   []string
+	)
 	for _, i := range order {
 		if rs[i].d.ordered && decisions[i].settled.status != deliverystatus.Pending {
 			settling = append(settling, rs[i].d.id)
+			endpoints = append(endpoints, rs[i].d.endpointID)
+			objects = append(objects, rs[i].d.objectID)
 		}
 	}
 
@@ -186,7 +192,7 @@ func (w *Worker) apply(ctx context.Context, rs []recording) ([]applied, error) {
 	defer func() { _ = tx.Rollback(context.WithoutCancel(ctx)) }()
 	if len(settling) > 0 {
 		// Lines before deliveries, as every writer of lines locks them.
-		if _, err := tx.Exec(ctx, lockSettlingLines, settling); err != nil {
+		if _, err := tx.Exec(ctx, lockSettlingLines, settling, endpoints, objects); err != nil {
 			return nil, fmt.Errorf("record %s: lock the lines of %d ordered deliveries: %w", what, len(settling), err)
 		}
 	}
