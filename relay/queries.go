@@ -100,6 +100,14 @@ WHERE t.id IS NULL OR t.deleted_at IS NOT NULL`
 	wakeFanOut = `SELECT herald.wake_dispatcher(clock_timestamp())
 WHERE EXISTS (SELECT FROM herald.messages m WHERE m.id = ANY ($1::uuid[]))`
 
+	// markWithoutFlush has the mark's commit return before its WAL
+	// reaches disk (synchronous_commit off, for this transaction only).
+	// A mark lost to a crash of the source's server costs a re-relay,
+	// which inserts nothing twice, never a message: Herald's insert,
+	// committed before the mark, is durable. The step then waits for no
+	// second flush per batch.
+	markWithoutFlush = `SET LOCAL synchronous_commit = off`
+
 	// markRelayed marks the relayed messages ($1) and the refused ones
 	// ($2, with why in $3) on the source.
 	markRelayed = `WITH relayed AS (

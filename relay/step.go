@@ -158,7 +158,10 @@ func (r *Relay) mark(ctx context.Context, source string, stx pgx.Tx, ids []uuid.
 		r.logger.ErrorContext(ctx, "Herald refused a message of the source; it stays there, marked refused",
 			"source", source, "message_id", id, "problem", problem)
 	}
-	if _, err := stx.Exec(ctx, markRelayed, ids, refusedIDs, problems); err != nil {
+	var b pgx.Batch
+	b.Queue(markWithoutFlush)
+	b.Queue(markRelayed, ids, refusedIDs, problems)
+	if err := stx.SendBatch(ctx, &b).Close(); err != nil {
 		r.logger.ErrorContext(ctx, "mark relayed on the source (Herald has them; the next step relays them again, inserting nothing twice)",
 			"source", source, "error", err)
 		return
