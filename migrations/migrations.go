@@ -163,23 +163,8 @@ func apply(ctx context.Context, pool *pgxpool.Pool, last int) error {
 		return fmt.Errorf("migrate: %w", err)
 	}
 	defer func() { _ = tx.Rollback(ctx) }()
-	if _, err := tx.Exec(ctx, createVersionTable); err != nil {
-		return fmt.Errorf("migrate: create version table: %w", err)
-	}
-	applied, err := appliedVersions(ctx, tx)
-	if err != nil {
+	if err := ApplyPending(ctx, tx, versionTable, "migration", all, last); err != nil {
 		return err
-	}
-	for _, m := range all {
-		if applied[m.Version] || m.Version > last {
-			continue
-		}
-		if _, err := tx.Exec(ctx, m.SQL); err != nil {
-			return fmt.Errorf("migration %s failed, nothing was changed: %w", m.Name, err)
-		}
-		if _, err := tx.Exec(ctx, insertVersion, m.Version, m.Name); err != nil {
-			return fmt.Errorf("migration %s: record version: %w", m.Name, err)
-		}
 	}
 	if err := tx.Commit(ctx); err != nil {
 		return fmt.Errorf("migrate: commit: %w", err)
@@ -215,7 +200,7 @@ func Check(ctx context.Context, pool *pgxpool.Pool) error {
 		return fmt.Errorf("check migrations: %w", err)
 	}
 	defer func() { _ = tx.Rollback(ctx) }()
-	applied, err := appliedVersions(ctx, tx)
+	applied, err := Applied(ctx, tx, versionTable, "migration")
 	if err != nil {
 		return err
 	}
@@ -235,14 +220,49 @@ func Check(ctx context.Context, pool *pgxpool.Pool) error {
 	return nil
 }
 
-func appliedVersions(ctx context.Context, tx pgx.Tx) (map[int]bool, error) {
-	rows, err := tx.Query(ctx, selectVersions)
+// ApplyPending runs in tx, in order, each migration of all up to version
+// last that versionTable (created when missing) does not record, and
+// records it. set names the migrations in errors ("migration", "producer
+// migration"). On an error the caller rolls tx back and nothing changes.
+// Herald's Apply and the producer's (package migrations/producer) share
+// it.
+func ApplyPending(ctx context.Context, tx pgx.Tx, versionTable, set string, all []Migration, last int) error {
+	create := `CREATE TABLE IF NOT EXISTS ` + versionTable + ` (
+    version    integer PRIMARY KEY,
+    name       text NOT NULL,
+    applied_at timestamptz NOT NULL DEFAULT now()
+)`
+	if _, err := tx.Exec(ctx, create); err != nil {
+		return fmt.Errorf("create %s: %w", versionTable, err)
+	}
+	applied, err := Applied(ctx, tx, versionTable, set)
 	if err != nil {
-		return nil, fmt.Errorf("read applied migrations: %w", err)
+		return err
+	}
+	for _, m := range all {
+		if applied[m.Version] || m.Version > last {
+			continue
+		}
+		if _, err := tx.Exec(ctx, m.SQL); err != nil {
+			return fmt.Errorf("%s %s failed, nothing was changed: %w", set, m.Name, err)
+		}
+		if _, err := tx.Exec(ctx, `INSERT INTO `+versionTable+` (version, name) VALUES ($1, $2)`, m.Version, m.Name); err != nil {
+			return fmt.Errorf("%s %s: record version: %w", set, m.Name, err)
+		}
+	}
+	return nil
+}
+
+// Applied returns the versions versionTable records; set names the
+// migrations in errors.
+func Applied(ctx context.Context, tx pgx.Tx, versionTable, set string) (map[int]bool, error) {
+	rows, err := tx.Query(ctx, `SELECT version FROM `+versionTable)
+	if err != nil {
+		return nil, fmt.Errorf("read applied %ss: %w", set, err)
 	}
 	versions, err := pgx.CollectRows(rows, pgx.RowTo[int])
 	if err != nil {
-		return nil, fmt.Errorf("read applied migrations: %w", err)
+		return nil, fmt.Errorf("read applied %ss: %w", set, err)
 	}
 	applied := make(map[int]bool, len(versions))
 	for _, v := range versions {
@@ -252,14 +272,9 @@ func appliedVersions(ctx context.Context, tx pgx.Tx) (map[int]bool, error) {
 }
 
 const (
-	createVersionTable = `CREATE TABLE IF NOT EXISTS herald.schema_migrations (
-    version    integer PRIMARY KEY,
-    name       text NOT NULL,
-    applied_at timestamptz NOT NULL DEFAULT now()
-)`
+	// versionTable records Herald's migrations applied.
+	versionTable       = Schema + ".schema_migrations"
 	versionTableExists = `SELECT to_regclass('herald.schema_migrations') IS NOT NULL`
 	// producerVersionTableExists finds producer.VersionTable.
 	producerVersionTableExists = `SELECT to_regclass('herald.producer_schema_migrations') IS NOT NULL`
-	selectVersions             = `SELECT version FROM herald.schema_migrations`
-	insertVersion              = `INSERT INTO herald.schema_migrations (version, name) VALUES ($1, $2)`
 )

@@ -29,6 +29,7 @@ import (
 	"embed"
 	"errors"
 	"fmt"
+	"math"
 
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgxpool"
@@ -109,23 +110,8 @@ func Apply(ctx context.Context, pool *pgxpool.Pool) error {
 	if _, err := tx.Exec(ctx, createSchema); err != nil {
 		return fmt.Errorf("install the producer's outbox: create schema %s: %w", migrations.Schema, err)
 	}
-	if _, err := tx.Exec(ctx, createVersionTable); err != nil {
-		return fmt.Errorf("install the producer's outbox: create %s: %w", VersionTable, err)
-	}
-	applied, err := appliedVersions(ctx, tx)
-	if err != nil {
+	if err := migrations.ApplyPending(ctx, tx, VersionTable, "producer migration", all, math.MaxInt); err != nil {
 		return err
-	}
-	for _, m := range all {
-		if applied[m.Version] {
-			continue
-		}
-		if _, err := tx.Exec(ctx, m.SQL); err != nil {
-			return fmt.Errorf("producer migration %s failed, nothing was changed: %w", m.Name, err)
-		}
-		if _, err := tx.Exec(ctx, insertVersion, m.Version, m.Name); err != nil {
-			return fmt.Errorf("producer migration %s: record version: %w", m.Name, err)
-		}
 	}
 	if err := tx.Commit(ctx); err != nil {
 		return fmt.Errorf("install the producer's outbox: commit: %w", err)
@@ -171,31 +157,9 @@ type Querier interface {
 	Query(ctx context.Context, sql string, args ...any) (pgx.Rows, error)
 }
 
-func appliedVersions(ctx context.Context, tx pgx.Tx) (map[int]bool, error) {
-	rows, err := tx.Query(ctx, selectVersions)
-	if err != nil {
-		return nil, fmt.Errorf("read applied producer migrations: %w", err)
-	}
-	versions, err := pgx.CollectRows(rows, pgx.RowTo[int])
-	if err != nil {
-		return nil, fmt.Errorf("read applied producer migrations: %w", err)
-	}
-	applied := make(map[int]bool, len(versions))
-	for _, v := range versions {
-		applied[v] = true
-	}
-	return applied, nil
-}
-
 const (
-	createSchema       = `CREATE SCHEMA IF NOT EXISTS ` + migrations.Schema
-	createVersionTable = `CREATE TABLE IF NOT EXISTS ` + VersionTable + ` (
-    version    integer PRIMARY KEY,
-    name       text NOT NULL,
-    applied_at timestamptz NOT NULL DEFAULT now()
-)`
+	createSchema             = `CREATE SCHEMA IF NOT EXISTS ` + migrations.Schema
 	heraldVersionTableExists = `SELECT to_regclass('` + migrations.Schema + `.schema_migrations') IS NOT NULL`
 	versionTablesExist       = `SELECT to_regclass('` + migrations.Schema + `.schema_migrations') IS NOT NULL, to_regclass('` + VersionTable + `') IS NOT NULL`
 	selectVersions           = `SELECT version FROM ` + VersionTable
-	insertVersion            = `INSERT INTO ` + VersionTable + ` (version, name) VALUES ($1, $2)`
 )
