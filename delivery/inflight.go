@@ -35,8 +35,29 @@ const FirstBusySnooze = 50 * time.Millisecond
 // within milliseconds; a snooze would add at least a River round trip and,
 // doubling, hundreds of milliseconds (in the steady benchmark 1.5% of
 // deliveries went through such snoozes, at p50 418 ms). A hanging
-// endpoint's backlog waits once and snoozes from then on.
+// endpoint's backlog waits once and snoozes from then on. A job whose
+// endpoint is answering waits AnsweringPatience instead.
 const BusyPatience = 50 * time.Millisecond
+
+// AnsweringPatience is how long a job whose endpoint is answering (its
+// latest attempt answered, in this process) waits in the process for room,
+// however often it was held back before, and the longest it snoozes while
+// the endpoint's requests are quick. An answering endpoint is full because
+// it has much to do, not because it hangs: a batch job takes every free
+// slot for its up to MaxBatch deliveries, so the next job's slot frees
+// when a whole batch has been sent, tens of milliseconds later, and a
+// backlog of such jobs (a busy endpoint, a replay) should be worked
+// through as fast as the endpoint answers. With BusyPatience and the
+// doubling snoozes meant for hanging endpoints, up to MaxBusySnooze, a
+// 20,000-event backlog to one endpoint ended at under 100 deliveries/s,
+// its last jobs held back eight to ten times in a row (docs/benchmarks.md).
+//
+// At most as many jobs as the endpoint cap (Config.MaxInflightPerEndpoint)
+// wait in one queue (an endpoint's, a tenant's, a share of a tenant's
+// cap); a job that finds its queue full is held back at once. An endpoint
+// then holds at most its cap of workers with requests and as many
+// waiting.
+const AnsweringPatience = time.Second
 
 // busyMetadataKey counts, in a job's River metadata, how many times in a
 // row the in-flight cap held it back.
@@ -279,7 +300,8 @@ func (f *inflight) free(endpoint uuid.UUID) (n int, queue any) {
 
 // waitForRoom reports whether endpoint and its tenant have room for
 // another attempt, waiting up to patience for a slot to be released to
-// it. It reserves nothing: a job uses it to be held back before it reads
+// it unless as many jobs as the endpoint cap wait in its queue already
+// (see AnsweringPatience). It reserves nothing: a job uses it to be held back before it reads
 // its delivery, and takes its slot after.
 func (f *inflight) waitForRoom(ctx context.Context, endpoint uuid.UUID, patience time.Duration) bool {
 	f.mu.Lock()
@@ -288,7 +310,7 @@ func (f *inflight) waitForRoom(ctx context.Context, endpoint uuid.UUID, patience
 		f.mu.Unlock()
 		return true
 	}
-	if patience <= 0 {
+	if patience <= 0 || len(f.waiting[queue]) >= f.cap {
 		f.mu.Unlock()
 		return false
 	}
@@ -411,6 +433,15 @@ func (f *inflight) breakerOpen(endpoint uuid.UUID) bool {
 	return f.known[endpoint].breakerOpen()
 }
 
+// isAnswering reports whether endpoint is known to be answering: its
+// latest attempt recorded here was answered and none since went unanswered.
+func (f *inflight) isAnswering(endpoint uuid.UUID) bool {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	e := f.known[endpoint]
+	return e.answering && !e.suspect()
+}
+
 // longestRunning returns how long endpoint's oldest running attempt has been
 // running; zero when none is.
 func (f *inflight) longestRunning(endpoint uuid.UUID) time.Duration {
@@ -424,25 +455,36 @@ func (f *inflight) longestRunning(endpoint uuid.UUID) time.Duration {
 }
 
 // holdBack returns the error that snoozes a job whose endpoint is at its
-// cap: a random delay in [d/2, 3d/2), where d doubles with each time in a
-// row the job was held back, is at least as long as the endpoint's oldest
-// running attempt has run, and at most MaxBusySnooze.
+// cap for busySnooze.
 func (w *Worker) holdBack(ctx context.Context, job *rivertype.JobRow, endpoint uuid.UUID) error {
 	n := busyCount(job.Metadata)
 	if err := river.MetadataSet(ctx, busyMetadataKey, n+1); err != nil {
 		return err
 	}
+	return river.JobSnooze(w.busySnooze(endpoint, n))
+}
+
+// busySnooze returns the snooze of a job held back by endpoint's cap n
+// times in a row before: a random delay in [d/2, 3d/2), where d doubles
+// with each time in a row, is at least as long as the endpoint's oldest
+// running attempt has run, and at most MaxBusySnooze; at most
+// AnsweringPatience, unless its oldest attempt has run longer, while the
+// endpoint answers.
+func (w *Worker) busySnooze(endpoint uuid.UUID, n int) time.Duration {
 	d, floor, ceiling := w.maxBusySnooze, w.inflight.longestRunning(endpoint), w.maxBusySnooze
-	if w.inflight.breakerOpen(endpoint) {
+	switch {
+	case w.inflight.breakerOpen(endpoint):
 		// A probe tells within the timeout; until it does, waking the
 		// endpoint's backlog more often only costs River round trips.
 		floor, ceiling = max(floor, w.timeout), max(ceiling, BreakerSnooze)
+	case w.inflight.isAnswering(endpoint):
+		ceiling = min(ceiling, max(floor, AnsweringPatience))
 	}
 	if n < 20 {
 		d = FirstBusySnooze << n
 	}
 	d = min(max(d, floor), ceiling)
-	return river.JobSnooze(d/2 + rand.N(d))
+	return d/2 + rand.N(d)
 }
 
 // BreakerSnooze bounds the delay after which a job held back by its
@@ -455,27 +497,42 @@ func (w *Worker) holdBack(ctx context.Context, job *rivertype.JobRow, endpoint u
 const BreakerSnooze = 30 * time.Second
 
 // checkRoom returns nil when job's endpoint has room for another attempt,
-// waiting up to BusyPatience when the job has not been held back before,
-// and otherwise the snooze of holdBack. It reserves nothing: a job checks
-// before it reads its deliveries, so that a hanging endpoint's backlog is
-// held back without reading anything, and takes its slots (takeSlots)
-// after. The job's metadata is read only when the endpoint is full.
+// waiting up to its patience, and otherwise the snooze of holdBack. It
+// reserves nothing: a job checks before it reads its deliveries, so that a
+// hanging endpoint's backlog is held back without reading anything, and
+// takes its slots (takeSlots) after. The job's metadata is read only when
+// the endpoint is full.
 func (w *Worker) checkRoom(ctx context.Context, job *rivertype.JobRow, endpoint uuid.UUID) error {
-	if w.inflight.waitForRoom(ctx, endpoint, 0) {
-		return nil
-	}
-	// Behind an open breaker the slot frees when the probe ends, at worst
-	// after the timeout: waiting for it would only hold a worker.
-	if busyCount(job.Metadata) == 0 && !w.inflight.breakerOpen(endpoint) && w.inflight.waitForRoom(ctx, endpoint, BusyPatience) {
+	if w.inflight.waitForRoom(ctx, endpoint, 0) || w.inflight.waitForRoom(ctx, endpoint, w.patience(job, endpoint)) {
 		return nil
 	}
 	return w.holdBack(ctx, job, endpoint)
 }
 
+// patience returns how long job waits in the process for room at
+// endpoint: AnsweringPatience while the endpoint answers; BusyPatience
+// when the job has not been held back before and the endpoint's breaker is
+// closed; else none. Behind an open breaker the slot frees when the probe
+// ends, at worst after the timeout: waiting for it would only hold a
+// worker.
+func (w *Worker) patience(job *rivertype.JobRow, endpoint uuid.UUID) time.Duration {
+	switch {
+	case w.inflight.isAnswering(endpoint):
+		return AnsweringPatience
+	case busyCount(job.Metadata) == 0 && !w.inflight.breakerOpen(endpoint):
+		return BusyPatience
+	}
+	return 0
+}
+
 // takeSlots takes as many of the in-flight slots of d's endpoint and
-// tenant as are free, at most n, for job's requests. It returns how many it took and the function
-// that releases them, which may be called more than once; when none is
-// free, the snooze of holdBack.
+// tenant as are free, at most n, for job's requests. It returns how many
+// it took and the function that releases them, which may be called more
+// than once; when none is free, and none frees within AnsweringPatience
+// for an answering endpoint, the snooze of holdBack. A job woken by a
+// release can find the slots taken by another woken with it (a batch job
+// takes all it can): while the endpoint answers it waits again rather
+// than being held back.
 //
 // The slots are held for the requests alone: taken once the deliveries are
 // loaded and released once the answers are in. Held across the load and
@@ -483,9 +540,17 @@ func (w *Worker) checkRoom(ctx context.Context, job *rivertype.JobRow, endpoint 
 // slots busy long enough under load that healthy endpoints' jobs were held
 // back and snoozed for seconds.
 func (w *Worker) takeSlots(ctx context.Context, job *rivertype.JobRow, d loaded, n int) (release func(), got int, err error) {
-	releaseAll, got := w.inflight.acquireUpTo(d.endpointID, d.tenantID, n)
-	if got == 0 {
-		return nil, 0, w.holdBack(ctx, job, d.endpointID)
+	var releaseAll func()
+	until := time.Now().Add(AnsweringPatience)
+	for {
+		releaseAll, got = w.inflight.acquireUpTo(d.endpointID, d.tenantID, n)
+		if got > 0 {
+			break
+		}
+		wait := time.Until(until)
+		if !w.inflight.isAnswering(d.endpointID) || wait <= 0 || !w.inflight.waitForRoom(ctx, d.endpointID, wait) {
+			return nil, 0, w.holdBack(ctx, job, d.endpointID)
+		}
 	}
 	release = sync.OnceFunc(releaseAll)
 	if err := admitted(ctx, job); err != nil {

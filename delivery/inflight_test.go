@@ -7,6 +7,7 @@ import (
 
 	"github.com/google/uuid"
 	"github.com/prometheus/client_golang/prometheus"
+	"github.com/riverqueue/river/rivertype"
 	"github.com/stretchr/testify/require"
 
 	"github.com/heraldhq/herald/health"
@@ -98,7 +99,12 @@ func TestInflightLongestRunning(t *testing.T) {
 func TestInflightWakesOneWaiterPerSlot(t *testing.T) {
 	t.Parallel()
 
-	f, endpoint, release := fullEndpoint(t)
+	f := newTestInflight(2, 100)
+	endpoint := uuid.New()
+	release, ok := acquireOne(f, endpoint)
+	require.True(t, ok)
+	_, ok = acquireOne(f, endpoint)
+	require.True(t, ok)
 
 	ctx, cancel := context.WithCancel(t.Context())
 	results := make(chan bool, 2)
@@ -332,4 +338,87 @@ func TestInflightAnsweringFollowsTheLatestAttempt(t *testing.T) {
 	f.observe(e, true)
 	f.observe(e, false)
 	require.Empty(t, f.answering, "its latest attempt went unanswered")
+}
+
+// At most as many jobs as the endpoint cap wait in one queue: the next is
+// held back at once rather than holding a worker too.
+func TestInflightBoundsTheWaiters(t *testing.T) {
+	t.Parallel()
+
+	f, endpoint, release := fullEndpoint(t)
+	waited := make(chan bool)
+	go func() { waited <- f.waitForRoom(t.Context(), endpoint, time.Hour) }()
+	require.Eventually(t, func() bool {
+		f.mu.Lock()
+		defer f.mu.Unlock()
+		return len(f.waiting[endpoint]) == 1
+	}, 10*time.Second, time.Millisecond)
+	require.False(t, f.waitForRoom(t.Context(), endpoint, time.Hour), "the queue of an endpoint with a cap of one holds one job")
+	release()
+	require.True(t, <-waited)
+}
+
+// answeringEndpoint returns a worker whose endpoint cap is cap and an
+// endpoint of testTenant whose latest attempt was answered.
+func answeringEndpoint(cap int) (*Worker, uuid.UUID) {
+	w := &Worker{inflight: newTestInflight(cap, 100), maxBusySnooze: DefaultMaxBusySnooze, timeout: DefaultTimeout}
+	endpoint := uuid.New()
+	w.inflight.learn(endpoint, testTenant, 0, 0)
+	w.inflight.observe(endpoint, true)
+	return w, endpoint
+}
+
+// A job held back by an answering endpoint's cap, however often in a row,
+// comes back within AnsweringPatience (and its jitter): the endpoint is
+// busy, not hanging. The doubling to MaxBusySnooze is for endpoints that
+// do not answer.
+func TestBusySnoozeOfAnsweringEndpoint(t *testing.T) {
+	t.Parallel()
+
+	w, endpoint := answeringEndpoint(1)
+	for range 100 {
+		require.Less(t, w.busySnooze(endpoint, 10), AnsweringPatience*3/2)
+	}
+	w.inflight.observe(endpoint, false)
+	require.GreaterOrEqual(t, w.busySnooze(endpoint, 10), DefaultMaxBusySnooze/2, "an endpoint that stopped answering snoozes its backlog as before")
+}
+
+// A batch job woken by a release can find the slots taken by another job
+// woken with it. While the endpoint answers it waits for the next release
+// instead of being held back (on the old code it snoozed at once, and a
+// backlog of batch jobs to one busy endpoint drained in a trickle of
+// doubling snoozes).
+func TestTakeSlotsWaitsAgainAtAnAnsweringEndpoint(t *testing.T) {
+	t.Parallel()
+
+	w, endpoint := answeringEndpoint(2)
+	holder, got := w.inflight.acquireUpTo(endpoint, testTenant, 2)
+	require.Equal(t, 2, got)
+	d := loaded{endpointID: endpoint, tenantID: testTenant}
+	type taken struct {
+		release func()
+		got     int
+		err     error
+	}
+	results := make(chan taken, 2)
+	for range 2 {
+		go func() {
+			release, got, err := w.takeSlots(t.Context(), &rivertype.JobRow{}, d, 2)
+			results <- taken{release, got, err}
+		}()
+	}
+	require.Eventually(t, func() bool {
+		w.inflight.mu.Lock()
+		defer w.inflight.mu.Unlock()
+		return len(w.inflight.waiting[endpoint]) == 2
+	}, 10*time.Second, time.Millisecond)
+	holder()
+	first := <-results
+	require.NoError(t, first.err)
+	require.Equal(t, 2, first.got, "the first woken takes both slots")
+	first.release()
+	second := <-results
+	require.NoError(t, second.err, "the second waits for the next release")
+	require.Equal(t, 2, second.got)
+	second.release()
 }
