@@ -69,6 +69,13 @@ type Args struct {
 	// absent in jobs inserted before generations existed, is the generation
 	// of a delivery never requeued.
 	Generation int `json:"generation,omitempty"`
+	// Alone says that no other job of the delivery can have an attempt of
+	// it in flight when this one runs, so the job does not look for one
+	// (see EarlierAttemptSnooze): the fan-out's job for a lone new
+	// delivery, a batch job's hand-off of a delivery it did not send, the
+	// retry of one whose attempt it recorded. A requeue's job and the
+	// reconciler's, and jobs inserted before this field existed, look.
+	Alone bool `json:"alone,omitempty"`
 }
 
 // Kind returns Kind.

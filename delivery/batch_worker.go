@@ -241,7 +241,7 @@ func retryAlone(d loaded, trigger Trigger) retryFunc {
 		if err != nil {
 			return err
 		}
-		_, err = client.InsertTx(ctx, tx, Args{DeliveryID: d.id, EndpointID: d.endpointID, Trigger: trigger, Generation: d.generation}, nil)
+		_, err = client.InsertTx(ctx, tx, Args{DeliveryID: d.id, EndpointID: d.endpointID, Trigger: trigger, Generation: d.generation, Alone: true}, nil)
 		return err
 	}
 }
@@ -271,7 +271,7 @@ func (w *Worker) handOff(ctx context.Context, ds []loaded, trigger Trigger, gene
 	}
 	jobs := make([]river.InsertManyParams, len(ids))
 	for i, id := range ids {
-		jobs[i] = river.InsertManyParams{Args: Args{DeliveryID: id, EndpointID: ds[0].endpointID, Trigger: trigger, Generation: generation}}
+		jobs[i] = river.InsertManyParams{Args: Args{DeliveryID: id, EndpointID: ds[0].endpointID, Trigger: trigger, Generation: generation, Alone: true}}
 	}
 	if _, err := client.InsertManyFastTx(ctx, tx, jobs); err != nil {
 		return fmt.Errorf("hand off %d deliveries: %w", len(ids), err)

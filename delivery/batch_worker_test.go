@@ -124,6 +124,10 @@ func TestBatchHandsOffAtTheFirstFailure(t *testing.T) {
 	require.Equal(t, n+1, r.Count())
 	require.Equal(t, n-failAt, b.ownJobs(t, ctx, ids), "the failed delivery and every unsent one got a job of its own")
 	require.Zero(t, b.ownJobs(t, ctx, ids[:failAt]), "nothing sent by the batch got a job")
+	var looking int
+	require.NoError(t, b.pool.QueryRow(ctx, `SELECT count(*) FROM herald.river_job
+WHERE kind = $1 AND (args->>'delivery_id')::uuid = ANY($2) AND NOT coalesce((args->>'alone')::boolean, false)`, delivery.Kind, ids).Scan(&looking))
+	require.Zero(t, looking, "the batch job knows no other attempt of them is in flight: their jobs need not look")
 }
 
 func TestBatchCancelsDeliveriesOfDisabledEndpoint(t *testing.T) {

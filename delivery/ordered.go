@@ -71,7 +71,8 @@ func LineJobs(heads []Head) []river.InsertManyParams {
 	// A batch of one costs River as much as an Args job, which is simpler.
 	for i, j := range jobs {
 		if b, ok := j.Args.(BatchArgs); ok && len(b.DeliveryIDs) == 1 {
-			jobs[i].Args = Args{DeliveryID: b.DeliveryIDs[0], EndpointID: b.EndpointID, Trigger: b.Trigger, Generation: b.Generation}
+			// Alone where the batch job would not have looked either.
+			jobs[i].Args = Args{DeliveryID: b.DeliveryIDs[0], EndpointID: b.EndpointID, Trigger: b.Trigger, Generation: b.Generation, Alone: b.Generation == 0}
 		}
 	}
 	return jobs

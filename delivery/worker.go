@@ -385,8 +385,10 @@ func (w *Worker) Work(ctx context.Context, job *river.Job[Args]) (err error) {
 	if d.generation != job.Args.Generation || d.status != deliverystatus.Pending {
 		return nil
 	}
-	if err := w.checkAlone(ctx, job.JobRow, d); err != nil {
-		return err
+	if !job.Args.Alone {
+		if err := w.checkAlone(ctx, job.JobRow, d); err != nil {
+			return err
+		}
 	}
 	now := w.now()
 	if !d.endpointEnabled && d.ordered {

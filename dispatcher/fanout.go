@@ -238,7 +238,7 @@ func (g *jobGroups) flooding(tenant string) bool {
 // jobs returns one job per endpoint and delivery.MaxBatch deliveries,
 // taking the endpoints in turn so that one endpoint's many jobs do not queue
 // ahead of the others'; a lone delivery gets a delivery.Args job, which
-// costs no more. A flooding tenant's jobs get FloodPriority.
+// costs no more: its first, so Alone, as a batch job of new deliveries. A flooding tenant's jobs get FloodPriority.
 func (g *jobGroups) jobs() []river.InsertManyParams {
 	var jobs []river.InsertManyParams
 	for start := 0; ; start += delivery.MaxBatch {
@@ -251,7 +251,7 @@ func (g *jobGroups) jobs() []river.InsertManyParams {
 			ids := all[start:min(start+delivery.MaxBatch, len(all))]
 			var args river.JobArgs = delivery.BatchArgs{EndpointID: endpointID, DeliveryIDs: ids}
 			if len(ids) == 1 {
-				args = delivery.Args{DeliveryID: ids[0], EndpointID: endpointID, Trigger: delivery.TriggerScheduled}
+				args = delivery.Args{DeliveryID: ids[0], EndpointID: endpointID, Trigger: delivery.TriggerScheduled, Alone: true}
 			}
 			job := river.InsertManyParams{Args: args}
 			if g.flooding(g.tenant[endpointID]) {

@@ -43,6 +43,7 @@ func TestJobGroupsBatchDeliveriesByEndpoint(t *testing.T) {
 	require.True(t, ok, "job 2 is %T", jobs[1].Args)
 	require.Equal(t, quiet, lone.EndpointID)
 	require.Equal(t, delivery.TriggerScheduled, lone.Trigger)
+	require.True(t, lone.Alone, "a new delivery's first job need not look for an earlier one")
 	second, ok := jobs[2].Args.(delivery.BatchArgs)
 	require.True(t, ok, "job 3 is %T", jobs[2].Args)
 	require.Equal(t, busyIDs[delivery.MaxBatch:], second.DeliveryIDs)
