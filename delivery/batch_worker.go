@@ -157,7 +157,7 @@ func (b *BatchWorker) Work(ctx context.Context, job *river.Job[BatchArgs]) (err 
 }
 
 // admitHeads returns those of the heads todo of an ordered endpoint's lines
-// that may be sent now (see gate). The others' turn has not come: those
+// that may be sent now (see gateOf). The others' turn has not come: those
 // behind their line's head are dropped, and those waiting for a lower
 // version's fan-out are handed off to jobs of their own, which wait for
 // it. When the endpoint is disabled it parks every line and returns none.
@@ -171,17 +171,13 @@ func (b *BatchWorker) admitHeads(ctx context.Context, todo []loaded, trigger Tri
 		}
 		return nil, nil
 	}
-	verdicts, err := w.gate(ctx, todo)
-	if err != nil {
-		return nil, err
-	}
 	var admitted, waiting []loaded
-	for i, v := range verdicts {
-		switch v {
+	for _, d := range todo {
+		switch gateOf(d) {
 		case gateGo:
-			admitted = append(admitted, todo[i])
+			admitted = append(admitted, d)
 		case gateWait:
-			waiting = append(waiting, todo[i])
+			waiting = append(waiting, d)
 		}
 	}
 	if len(waiting) > 0 {

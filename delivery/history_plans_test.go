@@ -22,14 +22,13 @@ func TestHistoryQueriesUseIndexes(t *testing.T) {
 		[]uuid.UUID{uuid.New()}, []uuid.UUID{s.MessageID}, []uuid.UUID{s.EndpointID}, []string{"scheduled"}, []time.Time{now},
 		[]int32{12}, []string{"{}"}, []int32{200}, []*string{nil}, []string{""}, []string{"succeeded"}, []int32{0}}
 	historyplan.Check(t, pool, []historyplan.Query{
-		{Name: "delivery: load", SQL: loadDeliveries, Args: []any{ids, now}, Setup: []string{lookUpByIndex, planOnce}, OnePartition: []string{"deliveries", "messages"}},
+		{Name: "delivery: load", SQL: loadDeliveries, Args: []any{ids, now}, Setup: []string{lookUpByIndex, planOnce}, OnePartition: []string{"deliveries", "messages"}, Backlog: []string{"lower"}},
 		{Name: "delivery: cancel one", SQL: cancelDelivery, Args: []any{s.DeliveryID, now, 0}},
 		{Name: "delivery: cancel a batch's", SQL: cancelDeliveries, Args: []any{ids, now, 1}, OnePartition: []string{"deliveries"}},
 		{Name: "delivery: hand off", SQL: handOff, Args: []any{ids, now, 1}, OnePartition: []string{"deliveries"}},
 		{Name: "delivery: reload progress", SQL: reloadProgress, Args: []any{s.DeliveryID}},
 		{Name: "delivery: record an attempt", SQL: recordAttempt, Args: record, OnePartition: []string{"deliveries"}},
 		{Name: "delivery: record attempts", SQL: recordAttempts, Args: arrays, Setup: []string{lookUpByIndex}, OnePartition: []string{"deliveries"}},
-		{Name: "delivery: gate of an ordered line", SQL: gateDeliveries, Args: []any{ids, s.EndpointID, []string{"obj_1"}, []int64{5}, s.TenantID}},
 		{Name: "delivery: lock settling lines", SQL: lockSettlingLines, Args: []any{ids, []uuid.UUID{s.EndpointID}, []string{"obj_1"}}},
 	})
 }

@@ -65,6 +65,11 @@ type loaded struct {
 	credentials int64
 	// options are the endpoint's own headers, timeout and retry policy.
 	options endpointOptions
+	// lineHead, lineWaiting and lowerUndispatched are, for a delivery to
+	// an ordered endpoint, whether it is its line's head, whether it waits
+	// in the line, and whether a lower version of its object is not
+	// fanned out yet (see gateOf); false for the others.
+	lineHead, lineWaiting, lowerUndispatched bool
 }
 
 // load reads what an attempt of delivery id needs. Concurrent loads share
@@ -106,7 +111,8 @@ func (w *Worker) loadMany(ctx context.Context, ids []uuid.UUID) ([]*loaded, erro
 			&d.messageID, &body, &traceparent, &d.tenantID, &d.objectID, &d.objectVersion,
 			&d.endpointID, &d.url, &d.endpointEnabled, &d.rateLimit, &d.ordered, &d.secrets, &expire, &d.credentials,
 			&d.tenantMaxInflight, &d.unanswered,
-			&headers, &timeoutMS, &windowMS, &baseMS, &capMS}, func() error {
+			&headers, &timeoutMS, &windowMS, &baseMS, &capMS,
+			&d.lineHead, &d.lineWaiting, &d.lowerUndispatched}, func() error {
 			one := d
 			one.options = endpointOptions{headers: headers}
 			one.options.setDurations(timeoutMS, windowMS, baseMS, capMS)

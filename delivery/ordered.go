@@ -153,46 +153,19 @@ const (
 	gateBehind
 )
 
-// gate asks, for each of the deliveries ds of an ordered endpoint, whether
-// it may be sent now. One statement: a lower version's fan-out commits its
-// deliveries, the line's new head and the message's dispatched_at together,
-// so the statement sees either the lower version undispatched or this
-// delivery no longer the head.
-func (w *Worker) gate(ctx context.Context, ds []loaded) ([]gateVerdict, error) {
-	ids := make([]uuid.UUID, len(ds))
-	objects := make([]string, len(ds))
-	versions := make([]int64, len(ds))
-	for i, d := range ds {
-		ids[i], objects[i], versions[i] = d.id, d.objectID, d.objectVersion
+// gateOf says whether d, a delivery of an ordered endpoint, may be sent
+// now, from what its load read in one statement: a lower version's fan-out
+// commits its deliveries, the line's new head and the message's
+// dispatched_at together, so the load saw either the lower version
+// undispatched or d no longer the head.
+func gateOf(d loaded) gateVerdict {
+	switch {
+	case d.lineWaiting && !d.lineHead:
+		return gateBehind
+	case d.lowerUndispatched:
+		return gateWait
 	}
-	rows, err := w.db.Query(ctx, gateDeliveries, ids, ds[0].endpointID, objects, versions, ds[0].tenantID)
-	if err != nil {
-		return nil, fmt.Errorf("ask the lines of %d deliveries: %w", len(ds), err)
-	}
-	byID := make(map[uuid.UUID]gateVerdict, len(ds))
-	var (
-		id                          uuid.UUID
-		head, waiting, undispatched bool
-	)
-	_, err = pgx.ForEachRow(rows, []any{&id, &head, &waiting, &undispatched}, func() error {
-		switch {
-		case waiting && !head:
-			byID[id] = gateBehind
-		case undispatched:
-			byID[id] = gateWait
-		default:
-			byID[id] = gateGo
-		}
-		return nil
-	})
-	if err != nil {
-		return nil, fmt.Errorf("ask the lines of %d deliveries: %w", len(ds), err)
-	}
-	out := make([]gateVerdict, len(ds))
-	for i, d := range ds {
-		out[i] = byID[d.id]
-	}
-	return out, nil
+	return gateGo
 }
 
 // park holds the line of d, the head of an ordered endpoint found disabled:

@@ -11,14 +11,24 @@ const (
 	// and token (see endpointClients). Then come what the in-flight caps
 	// learn (see inflight): the tenant's own cap and the endpoint's
 	// unanswered streak. Last come the endpoint's own headers, timeout and
-	// retry policy (see endpointOptions). The batch's span of ids prunes
-	// the partitions of deliveries it cannot be in (see herald.least_id).
+	// retry policy (see endpointOptions). Last, for a delivery to an
+	// ordered endpoint, what the gate needs (see gateOf): whether it is its
+	// line's head, whether it waits in the line, and whether a lower
+	// version of its object is not fanned out yet
+	// (messages_undispatched_object); each a lateral subquery with a
+	// LIMIT, which Postgres runs as one index lookup per delivery, and
+	// none for endpoints without ordering. (As an EXISTS, the look into
+	// ordered_waiting was planned, while the table was small, as a hash of
+	// all of it, and the statement, prepared, kept that plan as the table
+	// grew to the backlog.) The batch's span of ids prunes the partitions
+	// of deliveries it cannot be in (see herald.least_id).
 	loadDeliveries = `SELECT d.id, d.status, d.attempt_count, d.attempts_before_requeue, d.first_attempt_at, d.generation, d.next_attempt_at,
     d.message_id, m.body, m.traceparent, m.tenant_id, m.object_id, m.object_version,
     d.endpoint_id, e.url, e.enabled, coalesce(e.rate_limit, 0), e.ordering = 'object',
     coalesce(s.ids, ''), s.first_expiry, coalesce(c.revision, 0),
     coalesce(t.max_inflight, 0), e.unreachable_streak,
-    e.headers, e.timeout_ms, e.retry_window_ms, e.retry_base_ms, e.retry_cap_ms
+    e.headers, e.timeout_ms, e.retry_window_ms, e.retry_base_ms, e.retry_cap_ms,
+    coalesce(g.head, false), coalesce(g.waiting, false), coalesce(g.undispatched, false)
 FROM herald.deliveries d
 JOIN herald.messages m ON m.id = d.message_id
 JOIN herald.endpoints e ON e.id = d.endpoint_id
@@ -29,6 +39,15 @@ LEFT JOIN LATERAL (
     FROM herald.endpoint_secrets
     WHERE endpoint_id = e.id AND (expires_at IS NULL OR expires_at > $2)
 ) s ON true
+LEFT JOIN LATERAL (
+    SELECT (SELECT l.head_delivery_id = d.id FROM herald.ordered_lines l
+            WHERE l.endpoint_id = d.endpoint_id AND l.object_id = m.object_id) AS head,
+        (SELECT true FROM herald.ordered_waiting w WHERE w.delivery_id = d.id LIMIT 1) AS waiting,
+        (SELECT true FROM herald.messages lower
+         WHERE lower.tenant_id = m.tenant_id AND lower.object_id = m.object_id
+           AND lower.object_version < m.object_version AND lower.dispatched_at IS NULL LIMIT 1) AS undispatched
+    WHERE e.ordering = 'object'
+) g ON true
 WHERE d.id = ANY($1) AND d.id BETWEEN herald.least_id($1) AND herald.greatest_id($1)`
 
 	// selectEndpointOptions reads an endpoint's custom headers, timeout and
@@ -163,24 +182,6 @@ SELECT i.attempt_id, d.id, i.message_id, i.endpoint_id, d.attempt_count, i.trigg
     i.duration_ms, i.request_headers::jsonb, i.status_code, i.problem, i.response_excerpt, i.outcome
 FROM delivery d JOIN input i ON i.delivery_id = d.id
 RETURNING delivery_id`
-
-	// gateDeliveries says, for each delivery $1 (of object $3, version $4)
-	// to the ordered endpoint $2 of tenant $5, whether it is its line's
-	// head, whether it waits in the line, and whether a lower version of its
-	// object is not fanned out yet (messages_undispatched_object).
-	//
-	// Whether it waits is a lateral subquery with a LIMIT, which Postgres
-	// runs as one index lookup per delivery. As an EXISTS it was planned,
-	// while ordered_waiting was small, as a hash of the whole table, and
-	// the statement, prepared, kept that plan as the table grew to the
-	// backlog: the gate then read every waiting row on every call.
-	gateDeliveries = `SELECT u.id, coalesce(l.head_delivery_id = u.id, false), w.waiting IS NOT NULL,
-    EXISTS (SELECT FROM herald.messages m
-            WHERE m.tenant_id = $5 AND m.object_id = u.object_id AND m.object_version < u.version
-              AND m.dispatched_at IS NULL)
-FROM unnest($1::uuid[], $3::text[], $4::bigint[]) AS u(id, object_id, version)
-LEFT JOIN herald.ordered_lines l ON l.endpoint_id = $2 AND l.object_id = u.object_id
-LEFT JOIN LATERAL (SELECT true AS waiting FROM herald.ordered_waiting w WHERE w.delivery_id = u.id LIMIT 1) w ON true`
 
 	// lockSettlingLines locks the lines (endpoint $2, object $3) whose
 	// heads are the deliveries $1, in the order every writer of lines locks

@@ -406,11 +406,7 @@ func (w *Worker) Work(ctx context.Context, job *river.Job[Args]) (err error) {
 		return river.JobSnooze(d.nextAttemptAt.Sub(now))
 	}
 	if d.ordered {
-		verdicts, err := w.gate(ctx, []loaded{d})
-		if err != nil {
-			return err
-		}
-		switch verdicts[0] {
+		switch gateOf(d) {
 		case gateBehind:
 			return nil // its line's head is another; it gets a job when its turn comes
 		case gateWait:

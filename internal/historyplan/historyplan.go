@@ -128,6 +128,12 @@ type Query struct {
 	// runs such a query (EXPLAIN ANALYZE, rolled back) to see what run-time
 	// pruning left.
 	OnePartition []string
+	// Backlog are aliases, in SQL, of reads of a OnePartition table that
+	// go to every partition by design, through a partial index that holds
+	// only the backlog (messages_undispatched_object: no undispatched
+	// message outlives the backlog) and so stays small however long Herald
+	// runs. Those reads are not checked for pruning.
+	Backlog []string
 
 	analyze bool // run it: EXPLAIN ANALYZE
 }
@@ -207,7 +213,7 @@ func checkPruned(t *testing.T, pool *pgxpool.Pool, q Query, generic bool) {
 		return
 	}
 	for _, table := range q.OnePartition {
-		if reads := PartitionReads(plan, table); len(reads) > 0 {
+		if reads := PartitionReads(plan, table, q.Backlog...); len(reads) > 0 {
 			t.Errorf("%s: its %s plan reads %s in more than one partition at a time (%s); bound it to the partition of the id it names (herald.history_lower, history_upper) or to the span of the batch it names (herald.least_id, greatest_id); see docs/history-queries.md:\n%s",
 				q.Name, kindOf(generic), table, strings.Join(reads, "; "), textPlan(t.Context(), pool, analyze, generic))
 		}
@@ -217,15 +223,17 @@ func checkPruned(t *testing.T, pool *pgxpool.Pool, q Query, generic bool) {
 // PartitionReads returns, for a JSON plan run with EXPLAIN ANALYZE, each
 // Append or Merge Append over partitions of table whose partitions were
 // read more often, together, than the Append itself ran: the reads a
-// pruned lookup would not have made, as "read n times in m runs".
-func PartitionReads(planJSON []byte, table string) []string {
+// pruned lookup would not have made, as "read n times in m runs". Reads
+// under one of the aliases backlog (as written in the SQL; the planner
+// numbers each partition's, lower_1, lower_2, …) are left out.
+func PartitionReads(planJSON []byte, table string, backlog ...string) []string {
 	return collect(planJSON, func(n node) string {
 		if n.NodeType != "Append" && n.NodeType != "Merge Append" {
 			return ""
 		}
 		reads := 0.0
 		for _, c := range n.Plans {
-			if tableOf(c.scanned()) != table {
+			if tableOf(c.scanned()) != table || slices.Contains(backlog, aliasOf(c)) {
 				return ""
 			}
 			reads += c.Loops
@@ -343,10 +351,23 @@ func IsHistory(relation string) bool {
 type node struct {
 	NodeType  string  `json:"Node Type"`
 	Relation  string  `json:"Relation Name"`
+	Alias     string  `json:"Alias"`
 	IndexCond string  `json:"Index Cond"`
 	IndexName string  `json:"Index Name"`
 	Loops     float64 `json:"Actual Loops"`
 	Plans     []node  `json:"Plans"`
+}
+
+// aliasOf is the alias, as written in the SQL, of the relation a scan
+// node reads: the planner's, less the number it gives each partition.
+func aliasOf(n node) string {
+	for n.Alias == "" && len(n.Plans) > 0 {
+		n = n.Plans[0]
+	}
+	if i := strings.LastIndexByte(n.Alias, '_'); i > 0 && strings.Trim(n.Alias[i+1:], "0123456789") == "" {
+		return n.Alias[:i]
+	}
+	return n.Alias
 }
 
 // scanned is the relation a scan node reads: its own, or for a bitmap

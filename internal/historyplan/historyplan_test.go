@@ -54,3 +54,20 @@ func TestPartitionReadsFindsUnprunedLookups(t *testing.T) {
 		}
 	}
 }
+
+// A read of every partition under an alias named as the backlog's (a
+// partial index of undispatched messages) is left out; the same read
+// under another alias is not.
+func TestPartitionReadsLeavesOutTheBacklog(t *testing.T) {
+	t.Parallel()
+	plan := []byte(`[{"Plan": {"Node Type": "Nested Loop", "Plans": [
+  {"Node Type": "Append", "Actual Loops": 10, "Plans": [
+    {"Node Type": "Index Only Scan", "Relation Name": "messages_p20261201", "Alias": "lower_1", "Actual Loops": 10},
+    {"Node Type": "Index Only Scan", "Relation Name": "messages_p20261202", "Alias": "lower_2", "Actual Loops": 10}]}]}}]`)
+	if got := historyplan.PartitionReads(plan, "messages", "lower"); len(got) != 0 {
+		t.Errorf("PartitionReads(messages, lower) = %q, want none", got)
+	}
+	if got := historyplan.PartitionReads(plan, "messages", "m"); len(got) != 1 {
+		t.Errorf("PartitionReads(messages, m) = %q, want the unpruned Append", got)
+	}
+}
