@@ -40,7 +40,7 @@ func TestEnablingWaitsForAFanOutThatReadTheEndpointDisabled(t *testing.T) {
 	tx, err := beginFanOut(ctx, pool)
 	require.NoError(t, err)
 	defer func() { _ = tx.Rollback(ctx) }()
-	batch, err := claim(ctx, tx, 10, newFilterCache(slog.New(slog.DiscardHandler)))
+	batch, err := claim(ctx, tx, 10, WideFanOutLimit, newFilterCache(slog.New(slog.DiscardHandler)))
 	require.NoError(t, err)
 	require.Len(t, batch.deliveries, 1)
 	require.Equal(t, deliverystatus.Skipped, batch.deliveries[0].status, "the fan-out read the endpoint as disabled")

@@ -56,6 +56,20 @@ func (d *Dispatcher) drain(ctx context.Context, l *listener) (claimed int) {
 // that no endpoint subscribes to, which create no deliveries.
 const FanOutLimit = 5000
 
+// WideFanOutLimit bounds a fan-out transaction of wide messages, those
+// with several endpoints each (more than two deliveries a message): it
+// commits once it has created this many deliveries, and no claim takes
+// more than this many (see claimMessages: a tenant's share of a claim is
+// counted in deliveries). Every message claimed waits for its
+// transaction's commit, so one transaction making 12,000 deliveries for a
+// tenant with 500 endpoints (24 of its messages, its share of a claim
+// beside 20 other tenants) had held the others' messages in it for
+// seconds (issue 18's noisy-tenant benchmark). Narrow messages, one
+// endpoint each as in a burst to many tenants, still fill FanOutLimit, and
+// a wide backlog's jobs still carry WideFanOutLimit / endpoints deliveries
+// each.
+const WideFanOutLimit = 2000
+
 // rollbackTimeout bounds rolling back a fan-out transaction: one round trip.
 const rollbackTimeout = 5 * time.Second
 
@@ -85,7 +99,7 @@ func (d *Dispatcher) fanOut(ctx context.Context) (claimed int, more bool, err er
 		traced  []tracedMessage
 	)
 	for claimed < FanOutLimit && created < FanOutLimit {
-		batch, err := claim(ctx, tx, d.batchSize, d.filters)
+		batch, err := claim(ctx, tx, d.batchSize, min(FanOutLimit-created, WideFanOutLimit), d.filters)
 		if err != nil {
 			return 0, false, err
 		}
@@ -99,7 +113,7 @@ func (d *Dispatcher) fanOut(ctx context.Context) (claimed int, more bool, err er
 			}
 			created += n
 		}
-		if !more {
+		if !more || created >= WideFanOutLimit && created > 2*claimed {
 			break
 		}
 	}
@@ -216,14 +230,28 @@ func (g *jobGroups) add(tenant string, endpointID, deliveryID uuid.UUID) {
 // priority 2, so a tenant that fans out a flood, to many endpoints or
 // many messages, has its jobs wait behind the other tenants' instead of
 // ahead of them. Jobs keep their priority through snoozes; retries and
-// hand-offs get the default again. An even burst of many tenants, or a
-// single tenant's, floods nothing.
+// hand-offs get the default again. An even burst of many tenants floods
+// nothing, nor does a tenant alone in the transaction unless it made
+// FloodDeliveries: a wide fan-out committed while the other tenants had
+// nothing waiting is still a flood to the messages they publish next
+// (issue 18's noisy tenant, whose transactions of 2,000 deliveries to its
+// 500 hanging endpoints came between the others' and kept priority 1).
 const FloodPriority = 2
 
-// flooding reports whether tenant has more than twice the other tenants'
-// average of the deliveries in g.
+// FloodDeliveries is how many new deliveries of one tenant in a fan-out
+// transaction make it flooding whatever the other tenants have: half of
+// WideFanOutLimit. A narrow burst's transactions hold FanOutLimit, so a
+// tenant's burst to many endpoints alone gets FloodPriority too, which
+// changes nothing while no other tenant has jobs waiting.
+const FloodDeliveries = WideFanOutLimit / 2
+
+// flooding reports whether tenant has FloodDeliveries deliveries in g, or
+// more than twice the other tenants' average.
 func (g *jobGroups) flooding(tenant string) bool {
 	others := len(g.perTenant) - 1
+	if g.perTenant[tenant] >= FloodDeliveries {
+		return true
+	}
 	if others == 0 {
 		return false
 	}
@@ -298,12 +326,13 @@ var newDeliveryColumns = []unnest.Column[newDelivery]{
 	unnest.Col(func(d newDelivery) string { return string(d.status) }),
 }
 
-// claim claims up to limit undispatched messages in tx and returns them
+// claim claims up to limit undispatched messages in tx, the tenants' shares
+// counted in about deliveries deliveries (see claimMessages), and returns them
 // with a delivery to create for each of their subscribed endpoints whose
 // filter they pass (filters compiled through filters): a skipped one when
 // the endpoint is disabled.
-func claim(ctx context.Context, tx pgx.Tx, limit int, filters *filterCache) (claimed, error) {
-	rows, err := tx.Query(ctx, claimMessages, limit)
+func claim(ctx context.Context, tx pgx.Tx, limit, deliveries int, filters *filterCache) (claimed, error) {
+	rows, err := tx.Query(ctx, claimMessages, limit, deliveries)
 	if err != nil {
 		return claimed{}, fmt.Errorf("claim messages: %w", err)
 	}

@@ -87,6 +87,13 @@ func TestJobGroupsLowerAFloodingTenant(t *testing.T) {
 	for _, job := range alone.jobs() {
 		require.Nil(t, job.InsertOpts, "a tenant alone floods nothing")
 	}
+	var wide jobGroups
+	for range FloodDeliveries {
+		wide.add("solo", uuid.New(), uuid.New())
+	}
+	for _, job := range wide.jobs() {
+		require.Equal(t, FloodPriority, job.InsertOpts.Priority, "alone, a fan-out of FloodDeliveries floods the messages others publish next")
+	}
 }
 
 // The claim takes the tenants with a backlog in turn: a tenant that
@@ -103,7 +110,7 @@ func TestClaimTakesTenantsInTurn(t *testing.T) {
 	}
 	tx, err := pool.Begin(ctx)
 	require.NoError(t, err)
-	empty, err := claim(ctx, tx, 10, newFilterCache(slog.New(slog.DiscardHandler)))
+	empty, err := claim(ctx, tx, 10, WideFanOutLimit, newFilterCache(slog.New(slog.DiscardHandler)))
 	require.NoError(t, err, "an empty outbox is no error")
 	require.Zero(t, empty.messages)
 	require.False(t, empty.more)
@@ -123,7 +130,7 @@ func TestClaimTakesTenantsInTurn(t *testing.T) {
 	claimOnce := func() ([]uuid.UUID, bool) {
 		tx, err := pool.Begin(ctx)
 		require.NoError(t, err)
-		b, err := claim(ctx, tx, 10, newFilterCache(slog.New(slog.DiscardHandler)))
+		b, err := claim(ctx, tx, 10, WideFanOutLimit, newFilterCache(slog.New(slog.DiscardHandler)))
 		require.NoError(t, err)
 		require.NoError(t, tx.Commit(ctx))
 		rows, err := pool.Query(ctx, `SELECT id FROM herald.messages WHERE dispatched_at IS NOT NULL ORDER BY id`)
@@ -143,6 +150,53 @@ func TestClaimTakesTenantsInTurn(t *testing.T) {
 		dispatched, more = claimOnce()
 	}
 	require.Len(t, dispatched, 31, "claiming again takes the rest")
+}
+
+// A tenant with many endpoints takes its share of a claim in deliveries:
+// beside a quiet tenant, a flood to 40 endpoints gets one message of a
+// claim counting 50 deliveries, not half the claim's messages, so the
+// transaction that carries the quiet tenant's message stays short (issue
+// 18's noisy tenant: 24 messages to 500 endpoints each had made 12,000
+// deliveries in every fan-out transaction).
+func TestClaimCountsAWideTenantsShareInDeliveries(t *testing.T) {
+	t.Parallel()
+	ctx := t.Context()
+	pool := pgtest.NewPool(t)
+	box, err := secretbox.Parse(secretbox.Generate())
+	require.NoError(t, err)
+	st, err := store.New(pool, store.Config{Box: box})
+	require.NoError(t, err)
+	for _, id := range []string{"noisy", "quiet"} {
+		_, err := st.CreateTenant(ctx, store.NewTenant{ID: id})
+		require.NoError(t, err)
+	}
+	for i := range 40 {
+		_, err := st.CreateEndpoint(ctx, store.NewEndpoint{TenantID: "noisy", URL: fmt.Sprintf("https://example.com/noisy/%d", i)})
+		require.NoError(t, err)
+	}
+	_, err = st.CreateEndpoint(ctx, store.NewEndpoint{TenantID: "quiet", URL: "https://example.com/quiet"})
+	require.NoError(t, err)
+	for n := range 10 {
+		_, err := outbox.PublishPool(ctx, pool, outbox.Message{Tenant: "noisy", Type: "invoice.paid", ObjectID: fmt.Sprint("inv_", n), Data: map[string]any{}})
+		require.NoError(t, err)
+	}
+	quiet, err := outbox.PublishPool(ctx, pool, outbox.Message{Tenant: "quiet", Type: "invoice.paid", ObjectID: "inv_q", Data: map[string]any{}})
+	require.NoError(t, err)
+
+	tx, err := pool.Begin(ctx)
+	require.NoError(t, err)
+	defer func() { _ = tx.Rollback(ctx) }()
+	b, err := claim(ctx, tx, 10, 50, newFilterCache(slog.New(slog.DiscardHandler)))
+	require.NoError(t, err)
+	require.Equal(t, 2, b.messages, "the quiet message and one of the flood's: 25 deliveries each is the share, and a tenant takes at least one message")
+	require.Len(t, b.deliveries, 41)
+	require.True(t, b.more)
+	require.True(t, slices.ContainsFunc(b.deliveries, func(d newDelivery) bool { return d.messageID == quiet.ID }), "the quiet tenant's message is in the claim")
+
+	// Alone, it takes as many messages as fit: 120 deliveries' worth.
+	b, err = claim(ctx, tx, 10, 120, newFilterCache(slog.New(slog.DiscardHandler)))
+	require.NoError(t, err)
+	require.Equal(t, 3, b.messages)
 }
 
 // Claiming in turn keeps the channels and filters: the body comes on each
@@ -184,7 +238,7 @@ func TestClaimInTurnFiltersEachTenantsMessages(t *testing.T) {
 	tx, err := pool.Begin(ctx)
 	require.NoError(t, err)
 	defer func() { _ = tx.Rollback(ctx) }()
-	b, err := claim(ctx, tx, 8, newFilterCache(slog.New(slog.DiscardHandler)))
+	b, err := claim(ctx, tx, 8, WideFanOutLimit, newFilterCache(slog.New(slog.DiscardHandler)))
 	require.NoError(t, err)
 	require.Equal(t, 5, b.messages, "each tenant's share is 4; the quiet one had 1")
 	require.True(t, b.more)

@@ -16,7 +16,7 @@ func TestHistoryQueriesUseIndexes(t *testing.T) {
 	pool, s := historyplan.NewPool(t)
 	ids := []uuid.UUID{s.DeliveryID}
 	historyplan.Check(t, pool, []historyplan.Query{
-		{Name: "fan-out: claim messages", SQL: claimMessages, Args: []any{500}},
+		{Name: "fan-out: claim messages", SQL: claimMessages, Args: []any{500, 2000}},
 		{Name: "fan-out: insert deliveries", SQL: insertDeliveries, Args: []any{[]uuid.UUID{uuid.New()}, []uuid.UUID{s.MessageID},
 			[]uuid.UUID{s.EndpointID}, []string{s.TenantID}, []string{"pending"}}},
 		{Name: "reconciler: stranded deliveries", SQL: strandedDeliveries, Args: []any{ids}, OnePartition: []string{"deliveries"}},

@@ -34,12 +34,18 @@ const (
 	// In turn: the tenants with undispatched messages are found by a skip
 	// scan of messages_undispatched_tenant (one index probe per tenant, at
 	// most $1 tenants, in id order), and each gives at most its share of
-	// the claim, $1 divided among them, its oldest first. A tenant that
-	// published a flood therefore takes its share of each claim, not the
-	// whole claim, and the others' messages are fanned out beside its
-	// backlog instead of after it. Within a tenant messages keep their
-	// order. A claim may take less than $1 while a tenant has more than its
-	// share (others had less); more then says to claim again.
+	// the claim, its oldest first: $1 divided among them, and no more
+	// messages than make its share of $2 deliveries at one delivery per
+	// endpoint of the tenant (tenants.endpoint_count: an upper bound, as
+	// types, channels and filters only take endpoints away), at least one.
+	// A tenant that published a flood therefore takes its share of each
+	// claim, not the whole claim, and the others' messages are fanned out
+	// beside its backlog instead of after it; a tenant with many endpoints
+	// takes its share in deliveries, not in messages, so that its wide
+	// fan-out does not make the transaction that carries the others'
+	// messages long. Within a tenant messages keep their order. A claim
+	// may take less than $1 while a tenant has more than its share (others
+	// had less); more then says to claim again.
 	//
 	// Rows come turn by turn, message by message, so the jobs, fetched in
 	// insertion order, alternate between tenants and endpoints instead of
@@ -54,25 +60,29 @@ const (
     FROM backlog b
     WHERE b.tenant_id IS NOT NULL AND b.n < $1
 ), share AS (
-    SELECT greatest(1, ceil($1::numeric / nullif(count(*), 0)))::integer AS n, count(*) = $1 AS more_tenants
+    SELECT greatest(1, ceil($1::numeric / nullif(count(*), 0)))::integer AS n, count(*) AS tenants, count(*) = $1 AS more_tenants
     FROM backlog WHERE tenant_id IS NOT NULL
-), candidates AS (
-    SELECT c.*, row_number() OVER (PARTITION BY c.tenant_id ORDER BY c.created_at, c.id) AS turn
+), shares AS (
+    SELECT b.tenant_id,
+        greatest(1, least(s.n, floor($2::numeric / (s.tenants * greatest(t.endpoint_count, 1)))))::integer AS n
     FROM backlog b
     CROSS JOIN share s
+    JOIN herald.tenants t ON t.id = b.tenant_id
+), candidates AS (
+    SELECT c.*, row_number() OVER (PARTITION BY c.tenant_id ORDER BY c.created_at, c.id) AS turn, sh.n AS share
+    FROM shares sh
     CROSS JOIN LATERAL (
         SELECT m.id, m.tenant_id, m.event_type, m.created_at, m.traceparent, m.channels, m.body
         FROM herald.messages m
-        WHERE m.dispatched_at IS NULL AND m.tenant_id = b.tenant_id
+        WHERE m.dispatched_at IS NULL AND m.tenant_id = sh.tenant_id
         ORDER BY m.created_at, m.id
-        LIMIT s.n + 1
+        LIMIT sh.n + 1
         FOR UPDATE SKIP LOCKED
     ) c
-    WHERE b.tenant_id IS NOT NULL
 ), claimed AS (
     SELECT c.id, c.tenant_id, c.event_type, c.created_at, c.traceparent, c.channels, c.body, c.turn
-    FROM candidates c, share s
-    WHERE c.turn <= s.n
+    FROM candidates c
+    WHERE c.turn <= c.share
     ORDER BY c.turn, c.created_at, c.id
     LIMIT $1
 ), dispatched AS (
