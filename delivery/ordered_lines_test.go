@@ -53,7 +53,13 @@ func TestOrderedLinesJoinPreemptAndSettle(t *testing.T) {
 	}
 	settle := func(ids ...uuid.UUID) []uuid.UUID {
 		return inTx(func(tx pgx.Tx) []delivery.Head {
-			rows, err := tx.Query(ctx, `SELECT new_head, new_endpoint, new_generation, new_batchable, new_trigger FROM herald.ordered_settle($1)`, ids)
+			// As the recording worker does, with each delivery's line.
+			rows, err := tx.Query(ctx, `WITH u AS (
+    SELECT d.id, d.endpoint_id, m.object_id FROM unnest($1::uuid[]) AS x (id)
+    JOIN herald.deliveries d ON d.id = x.id JOIN herald.messages m ON m.id = d.message_id
+)
+SELECT new_head, new_endpoint, new_generation, new_batchable, new_trigger FROM herald.ordered_settle(
+    (SELECT array_agg(id ORDER BY id) FROM u), (SELECT array_agg(endpoint_id ORDER BY id) FROM u), (SELECT array_agg(object_id ORDER BY id) FROM u))`, ids)
 			require.NoError(t, err)
 			heads, err := pgx.CollectRows(rows, func(row pgx.CollectableRow) (delivery.Head, error) {
 				var h delivery.Head

@@ -191,9 +191,9 @@ RETURNING delivery_id`
 JOIN herald.ordered_lines l ON l.endpoint_id = u.endpoint_id AND l.object_id = u.object_id AND l.head_delivery_id = u.id
 ORDER BY l.endpoint_id, l.object_id FOR UPDATE OF l`
 
-	// settleLines takes the settled deliveries $1 out of their lines and
-	// returns the lines' next heads.
-	settleLines = `SELECT * FROM herald.ordered_settle($1)`
+	// settleLines takes the settled deliveries $1 (to endpoints $2, of
+	// objects $3) out of their lines and returns the lines' next heads.
+	settleLines = `SELECT * FROM herald.ordered_settle($1, $2, $3)`
 
 	// joinLines puts the pending deliveries $1 in their lines (trigger $2,
 	// preempting with $3) and returns the new heads.

@@ -244,19 +244,23 @@ func (w *Worker) advanceLines(ctx context.Context, tx pgx.Tx, rs []recording, or
 		return nil
 	}
 	var (
-		settled []uuid.UUID
-		jobs    JobInserter
+		settled   []uuid.UUID
+		endpoints []uuid.UUID
+		objects   []string
+		jobs      JobInserter
 	)
 	for _, i := range order {
 		if slices.Contains(settling, rs[i].d.id) {
 			settled = append(settled, rs[i].d.id)
+			endpoints = append(endpoints, rs[i].d.endpointID)
+			objects = append(objects, rs[i].d.objectID)
 			jobs = cmp.Or(jobs, rs[i].jobs)
 		}
 	}
 	if len(settled) == 0 {
 		return nil
 	}
-	heads, err := queryHeads(ctx, tx, settleLines, settled)
+	heads, err := queryHeads(ctx, tx, settleLines, settled, endpoints, objects)
 	if err != nil {
 		return fmt.Errorf("advance the lines of %d ordered deliveries: %w", len(settled), err)
 	}
