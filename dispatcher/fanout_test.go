@@ -8,6 +8,7 @@ import (
 
 	"github.com/google/uuid"
 	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgxpool"
 	"github.com/stretchr/testify/require"
 
 	"github.com/heraldhq/herald/delivery"
@@ -152,6 +153,22 @@ func TestClaimTakesTenantsInTurn(t *testing.T) {
 	require.Len(t, dispatched, 31, "claiming again takes the rest")
 }
 
+// noisyAndQuiet returns a database with the tenants "noisy" and "quiet",
+// and a store on it.
+func noisyAndQuiet(t *testing.T) (*pgxpool.Pool, *store.Store) {
+	t.Helper()
+	pool := pgtest.NewPool(t)
+	box, err := secretbox.Parse(secretbox.Generate())
+	require.NoError(t, err)
+	st, err := store.New(pool, store.Config{Box: box})
+	require.NoError(t, err)
+	for _, id := range []string{"noisy", "quiet"} {
+		_, err := st.CreateTenant(t.Context(), store.NewTenant{ID: id})
+		require.NoError(t, err)
+	}
+	return pool, st
+}
+
 // A tenant with many endpoints takes its share of a claim in deliveries:
 // beside a quiet tenant, a flood to 40 endpoints gets one message of a
 // claim counting 50 deliveries, not half the claim's messages, so the
@@ -161,20 +178,12 @@ func TestClaimTakesTenantsInTurn(t *testing.T) {
 func TestClaimCountsAWideTenantsShareInDeliveries(t *testing.T) {
 	t.Parallel()
 	ctx := t.Context()
-	pool := pgtest.NewPool(t)
-	box, err := secretbox.Parse(secretbox.Generate())
-	require.NoError(t, err)
-	st, err := store.New(pool, store.Config{Box: box})
-	require.NoError(t, err)
-	for _, id := range []string{"noisy", "quiet"} {
-		_, err := st.CreateTenant(ctx, store.NewTenant{ID: id})
-		require.NoError(t, err)
-	}
+	pool, st := noisyAndQuiet(t)
 	for i := range 40 {
 		_, err := st.CreateEndpoint(ctx, store.NewEndpoint{TenantID: "noisy", URL: fmt.Sprintf("https://example.com/noisy/%d", i)})
 		require.NoError(t, err)
 	}
-	_, err = st.CreateEndpoint(ctx, store.NewEndpoint{TenantID: "quiet", URL: "https://example.com/quiet"})
+	_, err := st.CreateEndpoint(ctx, store.NewEndpoint{TenantID: "quiet", URL: "https://example.com/quiet"})
 	require.NoError(t, err)
 	for n := range 10 {
 		_, err := outbox.PublishPool(ctx, pool, outbox.Message{Tenant: "noisy", Type: "invoice.paid", ObjectID: fmt.Sprint("inv_", n), Data: map[string]any{}})
@@ -206,19 +215,11 @@ func TestClaimCountsAWideTenantsShareInDeliveries(t *testing.T) {
 func TestClaimInTurnFiltersEachTenantsMessages(t *testing.T) {
 	t.Parallel()
 	ctx := t.Context()
-	pool := pgtest.NewPool(t)
-	box, err := secretbox.Parse(secretbox.Generate())
-	require.NoError(t, err)
-	st, err := store.New(pool, store.Config{Box: box})
-	require.NoError(t, err)
+	pool, st := noisyAndQuiet(t)
 	endpoint := func(tenant, filter string, channels ...string) uuid.UUID {
 		e, err := st.CreateEndpoint(ctx, store.NewEndpoint{TenantID: tenant, URL: "https://example.com/" + tenant, Filter: filter, Channels: channels})
 		require.NoError(t, err)
 		return e.ID
-	}
-	for _, id := range []string{"noisy", "quiet"} {
-		_, err := st.CreateTenant(ctx, store.NewTenant{ID: id})
-		require.NoError(t, err)
 	}
 	late := endpoint("noisy", `data.n >= 3`)
 	noisyAll := endpoint("noisy", "")
