@@ -91,6 +91,12 @@ SELECT new_head, new_endpoint, new_generation, new_batchable, new_trigger FROM h
 	// lowest version is its head, the others wait.
 	require.ElementsMatch(t, []uuid.UUID{a2, b1}, join([]uuid.UUID{a3, b2, a2, b1}, true))
 	require.Equal(t, a2, *head("a"))
+	var queued []uuid.UUID
+	rows, err := pool.Query(ctx, `SELECT delivery_id FROM herald.ordered_waiting WHERE endpoint_id = $1`, endpoint.ID)
+	require.NoError(t, err)
+	queued, err = pgx.CollectRows(rows, pgx.RowTo[uuid.UUID])
+	require.NoError(t, err)
+	require.ElementsMatch(t, []uuid.UUID{a3, b2}, queued, "a new line's head is made with the line, never queued (migration 0050)")
 
 	// A later fan-out commits version 1 of a: it goes ahead of version 2,
 	// which waits again in a new generation that fences its job; c's line
