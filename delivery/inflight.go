@@ -301,8 +301,8 @@ func (f *inflight) free(endpoint uuid.UUID) (n int, queue any) {
 // waitForRoom reports whether endpoint and its tenant have room for
 // another attempt, waiting up to patience for a slot to be released to
 // it unless as many jobs as the endpoint cap wait in its queue already
-// (see AnsweringPatience). It reserves nothing: a job uses it to be held back before it reads
-// its delivery, and takes its slot after.
+// (see AnsweringPatience). It reserves nothing: a job uses it to be held
+// back before it reads its delivery, and takes its slot after.
 func (f *inflight) waitForRoom(ctx context.Context, endpoint uuid.UUID, patience time.Duration) bool {
 	f.mu.Lock()
 	n, queue := f.free(endpoint)
