@@ -22,7 +22,7 @@ func TestHistoryQueriesUseIndexes(t *testing.T) {
 		[]uuid.UUID{uuid.New()}, []uuid.UUID{s.MessageID}, []uuid.UUID{s.EndpointID}, []string{"scheduled"}, []time.Time{now},
 		[]int32{12}, []string{"{}"}, []int32{200}, []*string{nil}, []string{""}, []string{"succeeded"}, []int32{0}}
 	historyplan.Check(t, pool, []historyplan.Query{
-		{Name: "delivery: load", SQL: loadDeliveries, Args: []any{ids, now}, Setup: []string{lookUpByIndex, planOnce}, OnePartition: []string{"deliveries", "messages"}, Backlog: []string{"lower"}},
+		{Name: "delivery: load", SQL: loadDeliveries, Args: []any{ids, now}, Setup: []string{lookUpByIndex, planOnce, inOneProcess}, OnePartition: []string{"deliveries", "messages"}, Backlog: []string{"lower"}},
 		{Name: "delivery: cancel one", SQL: cancelDelivery, Args: []any{s.DeliveryID, now, 0}},
 		{Name: "delivery: cancel a batch's", SQL: cancelDeliveries, Args: []any{ids, now, 1}, OnePartition: []string{"deliveries"}},
 		{Name: "delivery: hand off", SQL: handOff, Args: []any{ids, now, 1}, OnePartition: []string{"deliveries"}},

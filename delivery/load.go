@@ -97,6 +97,7 @@ func (w *Worker) loadMany(ctx context.Context, ids []uuid.UUID) ([]*loaded, erro
 	)
 	batch.Queue(lookUpByIndex)
 	batch.Queue(planOnce)
+	batch.Queue(inOneProcess)
 	batch.Queue(loadDeliveries, ids, w.now()).Query(func(rows pgx.Rows) error {
 		var (
 			d                       loaded

@@ -124,6 +124,16 @@ FROM herald.deliveries WHERE id = $1`
 	// both kinds of plan).
 	planOnce = `SET LOCAL plan_cache_mode = force_generic_plan`
 
+	// inOneProcess keeps the statements after it in a transaction from
+	// running in parallel workers. The generic plan of loadDeliveries,
+	// which does not know how many ids it gets, was a parallel plan on a
+	// database with 5,000,000 deliveries of history: each load started two
+	// workers to look up a few dozen rows by primary key, 1.5 ms of work
+	// behind 12 to 130 ms of starting them on a busy machine, and
+	// steady-aged fell behind its 1,000 events/s (docs/benchmarks.md,
+	// "The aged scenario").
+	inOneProcess = `SET LOCAL max_parallel_workers_per_gather = 0`
+
 	// recordAttempts records attempts and their outcomes in one
 	// statement: for each row of its input (recordColumns, as arrays) the
 	// delivery's new state and the attempt row. A delivery is updated only
