@@ -172,7 +172,8 @@ FROM herald.deliveries WHERE id = $1`
 )` + recordInput
 
 	// recordInput is what recordAttempts and recordAttempt do with their
-	// input.
+	// input. The attempts are counted per endpoint and hour in
+	// endpoint_outcome_deltas in the same statement (migration 0051).
 	recordInput = `, delivery AS (
     UPDATE herald.deliveries d
     SET status = i.status, attempt_count = d.attempt_count + 1,
@@ -184,13 +185,21 @@ FROM herald.deliveries WHERE id = $1`
     WHERE d.id = i.delivery_id AND d.status = i.seen_status AND d.attempt_count = i.seen_attempt_count
         AND d.generation = i.seen_generation
     RETURNING d.id, d.attempt_count
+), attempted AS (
+    INSERT INTO herald.attempts (id, delivery_id, message_id, endpoint_id, attempt_number, trigger, started_at,
+        duration_ms, request_headers, status_code, error, response_excerpt, outcome)
+    SELECT i.attempt_id, d.id, i.message_id, i.endpoint_id, d.attempt_count, i.trigger, i.started_at,
+        i.duration_ms, i.request_headers::jsonb, i.status_code, i.problem, i.response_excerpt, i.outcome
+    FROM delivery d JOIN input i ON i.delivery_id = d.id
+    RETURNING delivery_id, endpoint_id, started_at, outcome
+), counted AS (
+    INSERT INTO herald.endpoint_outcome_deltas (endpoint_id, hour, succeeded, failed)
+    SELECT a.endpoint_id, date_trunc('hour', a.started_at, 'UTC'),
+        count(*) FILTER (WHERE a.outcome = 'succeeded'), count(*) FILTER (WHERE a.outcome <> 'succeeded')
+    FROM attempted a
+    GROUP BY 1, 2
 )
-INSERT INTO herald.attempts (id, delivery_id, message_id, endpoint_id, attempt_number, trigger, started_at,
-    duration_ms, request_headers, status_code, error, response_excerpt, outcome)
-SELECT i.attempt_id, d.id, i.message_id, i.endpoint_id, d.attempt_count, i.trigger, i.started_at,
-    i.duration_ms, i.request_headers::jsonb, i.status_code, i.problem, i.response_excerpt, i.outcome
-FROM delivery d JOIN input i ON i.delivery_id = d.id
-RETURNING delivery_id`
+SELECT delivery_id FROM attempted`
 
 	// lockSettlingLines locks the lines (endpoint $2, object $3) whose
 	// heads are the deliveries $1, in the order every writer of lines locks

@@ -6,6 +6,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/google/uuid"
+	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgxpool"
 	"github.com/stretchr/testify/require"
 
@@ -63,6 +65,19 @@ func setupRecording(t *testing.T, n int) (*Worker, *pgxpool.Pool, []loaded) {
 		}
 	}
 	return w, pool, ds
+}
+
+// outcomeCounts is an endpoint's attempt outcomes counted in
+// endpoint_outcome_deltas as they were recorded (migration 0051), summed
+// per hour: "hour succeeded failed" lines in hour order.
+func outcomeCounts(t *testing.T, pool *pgxpool.Pool, endpointID uuid.UUID) []string {
+	t.Helper()
+	rows, err := pool.Query(context.Background(), `SELECT to_char(hour AT TIME ZONE 'UTC', 'YYYY-MM-DD HH24:MI') || ' ' || sum(succeeded) || ' ' || sum(failed)
+FROM herald.endpoint_outcome_deltas WHERE endpoint_id = $1 GROUP BY hour ORDER BY hour`, endpointID)
+	require.NoError(t, err)
+	counts, err := pgx.CollectRows(rows, pgx.RowTo[string])
+	require.NoError(t, err)
+	return counts
 }
 
 func recordedOf(t *testing.T, pool *pgxpool.Pool, d loaded) recordedRow {
@@ -132,6 +147,8 @@ func TestBatchedAndSingleAttemptsAreRecordedAlike(t *testing.T) {
 		var lastSuccess time.Time
 		require.NoError(t, pool.QueryRow(ctx, "SELECT last_success_at FROM herald.endpoints WHERE id = $1", ds[0].endpointID).Scan(&lastSuccess))
 		require.Equal(t, ended, lastSuccess.UTC(), "the endpoint heard of its successes")
+		require.Equal(t, []string{"2026-12-02 12:00 4 0"}, outcomeCounts(t, pool, ds[0].endpointID),
+			"the attempts are counted in their hour as they are recorded")
 	})
 
 	t.Run("retry", func(t *testing.T) {
@@ -159,6 +176,8 @@ func TestBatchedAndSingleAttemptsAreRecordedAlike(t *testing.T) {
 		for _, d := range ds[:3] {
 			require.Equal(t, alone, recordedOf(t, pool, d), "delivery %s, recorded with others", d.id)
 		}
+		require.Equal(t, []string{"2026-12-02 12:00 0 4"}, outcomeCounts(t, pool, ds[0].endpointID),
+			"a retry counts as a failed attempt")
 	})
 }
 
@@ -181,4 +200,6 @@ func TestApplySkipsChangedAndRepeatedDeliveries(t *testing.T) {
 	var attempts int
 	require.NoError(t, pool.QueryRow(ctx, "SELECT count(*) FROM herald.attempts").Scan(&attempts))
 	require.Equal(t, 2, attempts, "one attempt row per recorded delivery")
+	hour := a.startedAt.Truncate(time.Hour).Format("2006-01-02 15:04")
+	require.Equal(t, []string{hour + " 2 0"}, outcomeCounts(t, pool, ds[0].endpointID), "counted as many as recorded")
 }

@@ -161,7 +161,7 @@ func (p *Portal) messageLog(w http.ResponseWriter, r *http.Request, s *session) 
 	if f.EventType != "" && !slices.Contains(data.EventTypes, f.EventType) {
 		data.EventTypes = append(data.EventTypes, f.EventType)
 	}
-	rows, err := p.pool.Query(ctx, listEndpoints, s.TenantID)
+	rows, err := p.pool.Query(ctx, listEndpointChoices, s.TenantID)
 	if err != nil {
 		return fmt.Errorf("list endpoints: %w", err)
 	}

@@ -183,6 +183,11 @@ func (b *testBundle) fixture(t *testing.T, tenant string) fixture {
 	      request_headers, status_code, response_excerpt, outcome)
 	      VALUES ($1, $2, $3, $4, 2, 'manual', $5, 30, '{"webhook-id":"msg_x"}', 200, 'ok', 'succeeded')`,
 		f.successTry, f.delivery, f.message, f.endpoint, now.Add(-10*time.Second))
+	// What recording the attempts counts per hour (migration 0051).
+	exec(`INSERT INTO herald.endpoint_outcome_deltas (endpoint_id, hour, succeeded, failed)
+	      SELECT endpoint_id, date_trunc('hour', started_at, 'UTC'), count(*) FILTER (WHERE outcome = 'succeeded'),
+	          count(*) FILTER (WHERE outcome <> 'succeeded')
+	      FROM herald.attempts WHERE endpoint_id = $1 GROUP BY 1, 2`, f.endpoint)
 	return f
 }
 

@@ -26,6 +26,36 @@ DELETE FROM herald.publish_idempotency_keys
 WHERE ctid = ANY (ARRAY(SELECT ctid FROM herald.publish_idempotency_keys
                         WHERE created_at < $1 ORDER BY created_at LIMIT $2))`
 
+	// rollUpOutcomes moves up to $1 of the oldest outcome deltas into
+	// endpoint_outcomes, summed per endpoint and hour, and returns how
+	// many it moved. Deleting the deltas and adding their sums is one
+	// statement, so a reader summing both tables (the portal's charts)
+	// counts every attempt once (migration 0051). The sums of an endpoint
+	// deleted meanwhile are dropped with it.
+	rollUpOutcomes = `
+WITH moved AS (
+    DELETE FROM herald.endpoint_outcome_deltas d
+    WHERE d.id IN (SELECT x.id FROM herald.endpoint_outcome_deltas x ORDER BY x.id LIMIT $1)
+    RETURNING d.endpoint_id, d.hour, d.succeeded, d.failed
+), summed AS (
+    INSERT INTO herald.endpoint_outcomes AS o (endpoint_id, hour, succeeded, failed)
+    SELECT m.endpoint_id, m.hour, sum(m.succeeded), sum(m.failed)
+    FROM moved m
+    WHERE EXISTS (SELECT FROM herald.endpoints e WHERE e.id = m.endpoint_id)
+    GROUP BY m.endpoint_id, m.hour
+    ORDER BY m.endpoint_id, m.hour
+    ON CONFLICT (endpoint_id, hour) DO UPDATE
+    SET succeeded = o.succeeded + excluded.succeeded, failed = o.failed + excluded.failed
+)
+SELECT count(*) FROM moved`
+
+	// pruneOutcomes deletes up to $2 of the hours of endpoint_outcomes
+	// before $1, through endpoint_outcomes_hour.
+	pruneOutcomes = `
+DELETE FROM herald.endpoint_outcomes
+WHERE ctid = ANY (ARRAY(SELECT ctid FROM herald.endpoint_outcomes
+                        WHERE hour < $1 ORDER BY hour LIMIT $2))`
+
 	// recordSettings writes the pass's settings for the api (Settings).
 	recordSettings = `
 UPDATE herald.retention_settings

@@ -51,6 +51,9 @@ const (
 	pruneBatch = 5000
 	// maxPruneBatches bounds a pass's pruning; the rest waits for the next.
 	maxPruneBatches = 20
+	// rollUpBatch is how many outcome deltas one statement moves into
+	// the hourly counts; a pass moves at most maxPruneBatches of them.
+	rollUpBatch = 10000
 )
 
 // Config configures a Maintainer.
@@ -181,12 +184,22 @@ type Report struct {
 	// PrunedKeys is how many publish idempotency keys older than the
 	// horizon were deleted.
 	PrunedKeys int64
+	// RolledUpOutcomes is how many outcome deltas were moved into the
+	// hourly counts; PrunedOutcomeHours how many hourly counts older than
+	// KeptOutcomes were deleted.
+	RolledUpOutcomes, PrunedOutcomeHours int64
 }
+
+// KeptOutcomes is how long the hourly counts of attempt outcomes, which
+// the portal's charts (a week) and endpoint list (a day) draw, are kept,
+// whatever the retention of the attempts themselves.
+const KeptOutcomes = 8 * 24 * time.Hour
 
 // Pass records its settings (Settings), creates the partitions from now to
 // Ahead, drops the sets past retention that are settled, purges the
 // settled history of the tenants with a shorter retention of their own
-// past it, and prunes the publish idempotency keys older than retention.
+// past it, prunes the publish idempotency keys older than retention, and
+// moves the attempts' outcome counts into their hours (countOutcomes).
 func (m *Maintainer) Pass(ctx context.Context) (Report, error) {
 	now := m.now()
 	rep := Report{Horizon: now.Add(-m.retention), Due: map[string]Outcome{}, Purged: map[string]*TenantPurge{}}
@@ -231,8 +244,38 @@ func (m *Maintainer) Pass(ctx context.Context) (Report, error) {
 			break
 		}
 	}
+	if err := m.countOutcomes(ctx, now, &rep); err != nil {
+		return rep, err
+	}
 	m.log(ctx, rep)
 	return rep, nil
+}
+
+// countOutcomes moves the outcome deltas recorded since the last pass
+// into the hourly counts, and deletes the hours older than KeptOutcomes,
+// each in bounded batches.
+func (m *Maintainer) countOutcomes(ctx context.Context, now time.Time, rep *Report) error {
+	for range maxPruneBatches {
+		var moved int64
+		if err := m.pool.QueryRow(ctx, rollUpOutcomes, rollUpBatch).Scan(&moved); err != nil {
+			return fmt.Errorf("count attempt outcomes per hour: %w", err)
+		}
+		rep.RolledUpOutcomes += moved
+		if moved < rollUpBatch {
+			break
+		}
+	}
+	for range maxPruneBatches {
+		tag, err := m.pool.Exec(ctx, pruneOutcomes, now.Add(-KeptOutcomes), pruneBatch)
+		if err != nil {
+			return fmt.Errorf("prune hourly outcome counts: %w", err)
+		}
+		rep.PrunedOutcomeHours += tag.RowsAffected()
+		if tag.RowsAffected() < pruneBatch {
+			break
+		}
+	}
+	return nil
 }
 
 // reshape drops the empty sets that have not begun and were made with
