@@ -78,12 +78,29 @@ RETURNING ` + replayColumns
 	// enqueued counts the rows a batch adds to replay_deliveries, in the
 	// same transaction, so the two agree; a replayed delivery erased or
 	// dropped by retention since counts as done.
+	// Once the replay's job has seen none of them pending (drained_at,
+	// migration 0052), done is enqueued, without the count.
 	replayColumns = `id, tenant_id, endpoint_id, since_at, until_at, only_failed, status, total, enqueued,
-  enqueued - (SELECT count(*) FROM herald.deliveries d
+  CASE WHEN drained_at IS NOT NULL THEN enqueued ELSE enqueued - ` + pendingOfReplay + ` END,
+  created_at, completed_at`
+
+	// pendingOfReplay counts the deliveries of the replay in
+	// herald.replays' row that are pending (see replayColumns).
+	pendingOfReplay = `(SELECT count(*) FROM herald.deliveries d
               WHERE d.endpoint_id = herald.replays.endpoint_id AND d.status = 'pending'
                 AND (SELECT true FROM herald.replay_deliveries rd
-                     WHERE rd.replay_id = herald.replays.id AND rd.delivery_id = d.id))::int,
-  created_at, completed_at`
+                     WHERE rd.replay_id = herald.replays.id AND rd.delivery_id = d.id))::int`
+
+	// selectDrain reads what the replay job's watch of the drain needs:
+	// the replay's status, when its walk completed, whether it was seen
+	// drained, and, for a completed replay not seen drained, how many of
+	// its deliveries are pending.
+	selectDrain = `
+SELECT status, completed_at, drained_at IS NOT NULL,
+  CASE WHEN status = 'completed' AND drained_at IS NULL THEN ` + pendingOfReplay + ` ELSE 0 END
+FROM herald.replays WHERE id = $1`
+
+	markDrained = `UPDATE herald.replays SET drained_at = now(), updated_at = now() WHERE id = $1 AND drained_at IS NULL`
 
 	selectReplay = `
 SELECT ` + replayColumns + ` FROM herald.replays

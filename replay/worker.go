@@ -69,10 +69,11 @@ func NewWorker(db DB, batchSize int, logger *slog.Logger) *Worker {
 	return &Worker{db: db, batchSize: batchSize, logger: logger}
 }
 
-// Work queues the replay's deliveries batch by batch until none is left.
-// Each batch commits on its own, so a job that stops halfway (its process
-// died, say) resumes after the last committed batch when River runs it
-// again. A long replay continues in several runs of the job.
+// Work queues the replay's deliveries batch by batch until none is left,
+// then watches them drain (WatchDrain). Each batch commits on its own, so
+// a job that stops halfway (its process died, say) resumes after the last
+// committed batch when River runs it again. A long replay continues in
+// several runs of the job.
 func (w *Worker) Work(ctx context.Context, job *river.Job[Args]) error {
 	jobs, err := river.ClientFromContextSafely[pgx.Tx](ctx)
 	if err != nil {
@@ -85,12 +86,54 @@ func (w *Worker) Work(ctx context.Context, job *river.Job[Args]) error {
 			return fmt.Errorf("replay %s: %w", job.Args.ReplayID, err)
 		}
 		if !more {
-			return nil
+			return w.WatchDrain(ctx, job.Args.ReplayID)
 		}
 		if time.Now().After(deadline) || ctx.Err() != nil {
 			return river.JobSnooze(0)
 		}
 	}
+}
+
+// Drain watches: a completed replay is looked at again after a tenth of
+// the time since its walk completed, between minDrainWatch and
+// maxDrainWatch, so that a replay draining now is marked within about a
+// second and one whose endpoint keeps failing for days costs a few
+// counts an hour.
+const (
+	minDrainWatch = time.Second
+	maxDrainWatch = 5 * time.Minute
+)
+
+// WatchDrain marks a completed replay drained (drained_at) once none of
+// its deliveries is pending, and until then returns a snooze of the job
+// to look again. Work calls it after the walk; tests call it directly.
+// Reading the progress of a drained replay no longer counts its pending
+// deliveries, a count that reads every index entry the replay left in
+// deliveries_pending until vacuum removes them; the watch's own counts,
+// made as the deliveries settle, each read only the entries left since
+// the last.
+func (w *Worker) WatchDrain(ctx context.Context, replayID uuid.UUID) error {
+	var (
+		status      string
+		completedAt *time.Time
+		drained     bool
+		pending     int
+	)
+	err := w.db.QueryRow(ctx, selectDrain, replayID).Scan(&status, &completedAt, &drained, &pending)
+	switch {
+	case errors.Is(err, pgx.ErrNoRows):
+		return nil // deleted with its endpoint
+	case err != nil:
+		return fmt.Errorf("replay %s: watch its drain: %w", replayID, err)
+	case status != StatusCompleted || drained || completedAt == nil:
+		return nil
+	case pending == 0:
+		if _, err := w.db.Exec(ctx, markDrained, replayID); err != nil {
+			return fmt.Errorf("replay %s: mark it drained: %w", replayID, err)
+		}
+		return nil
+	}
+	return river.JobSnooze(min(max(time.Since(*completedAt)/10, minDrainWatch), maxDrainWatch))
 }
 
 // Step handles the next batch of a replay with jobs queueing deliveries,
