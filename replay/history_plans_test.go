@@ -26,7 +26,7 @@ func TestHistoryQueriesUseIndexes(t *testing.T) {
 		// Its done count walks the endpoint's pending deliveries, not
 		// every delivery of the replay.
 		{Name: "replay: progress", SQL: selectReplay, Args: []any{s.TenantID, s.EndpointID, s.ReplayID}, Uses: []string{"deliveries_pending"}},
-		{Name: "replay: watch the drain", SQL: watchDrain, Args: []any{s.ReplayID}},
+		{Name: "replay: watch the drain", SQL: selectDrain, Args: []any{s.ReplayID}},
 		{Name: "resend: requeue the delivery", SQL: requeueDelivery, Args: []any{uuid.New(), s.MessageID, s.EndpointID, s.TenantID}, OnePartition: []string{"deliveries"}},
 		{Name: "replay: requeue a batch", SQL: requeueBatch, Args: []any{[]uuid.UUID{s.DeliveryID}}, OnePartition: []string{"deliveries"}},
 	})

@@ -78,11 +78,10 @@ RETURNING ` + replayColumns
 	// enqueued counts the rows a batch adds to replay_deliveries, in the
 	// same transaction, so the two agree; a replayed delivery erased or
 	// dropped by retention since counts as done.
-	// Once its walk has completed, the replay's job counts its pending
-	// deliveries as they drain (pending, migration 0052), and done is
-	// read from there, as old as the job's last look.
+	// Once the replay's job has seen none of them pending (drained_at,
+	// migration 0052), done is enqueued, without the count.
 	replayColumns = `id, tenant_id, endpoint_id, since_at, until_at, only_failed, status, total, enqueued,
-  enqueued - CASE WHEN pending IS NOT NULL THEN pending ELSE ` + pendingOfReplay + ` END,
+  CASE WHEN drained_at IS NOT NULL THEN enqueued ELSE enqueued - ` + pendingOfReplay + ` END,
   created_at, completed_at`
 
 	// pendingOfReplay counts the deliveries of the replay in
@@ -92,20 +91,16 @@ RETURNING ` + replayColumns
                 AND (SELECT true FROM herald.replay_deliveries rd
                      WHERE rd.replay_id = herald.replays.id AND rd.delivery_id = d.id))::int`
 
-	// watchDrain counts the pending deliveries of the completed replay
-	// $1, until a count finds none, and returns the count, when its walk
-	// completed and whether it was still to be watched; no row when the
-	// replay is gone.
-	watchDrain = `
-WITH r AS (
-    SELECT id, status = 'completed' AND (pending IS NULL OR pending > 0) AS watched, completed_at
-    FROM herald.replays WHERE id = $1
-), counted AS (
-    UPDATE herald.replays SET pending = ` + pendingOfReplay + `, pending_at = now(), updated_at = now()
-    FROM r WHERE herald.replays.id = r.id AND r.watched
-    RETURNING herald.replays.pending
-)
-SELECT coalesce((SELECT pending FROM counted), 0), r.completed_at, r.watched FROM r`
+	// selectDrain reads what the replay job's watch of the drain needs:
+	// the replay's status, when its walk completed, whether it was seen
+	// drained, and, for a completed replay not seen drained, how many of
+	// its deliveries are pending.
+	selectDrain = `
+SELECT status, completed_at, drained_at IS NOT NULL,
+  CASE WHEN status = 'completed' AND drained_at IS NULL THEN ` + pendingOfReplay + ` ELSE 0 END
+FROM herald.replays WHERE id = $1`
+
+	markDrained = `UPDATE herald.replays SET drained_at = now(), updated_at = now() WHERE id = $1 AND drained_at IS NULL`
 
 	selectReplay = `
 SELECT ` + replayColumns + ` FROM herald.replays

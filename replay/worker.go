@@ -104,27 +104,33 @@ const (
 	maxDrainWatch = 5 * time.Minute
 )
 
-// WatchDrain counts the pending deliveries of a completed replay into its
-// row (pending, pending_at), where readers of its progress take them from,
-// and until the count is zero returns a snooze of the job to count again.
-// Counting reads every index entry the replay's deliveries left in
-// deliveries_pending, until vacuum removes them; the watch's counts, made
-// as the deliveries settle, each read mostly the entries left since the
-// last, and a reader reads none. Work calls it after the walk; tests call
-// it directly.
+// WatchDrain marks a completed replay drained (drained_at) once none of
+// its deliveries is pending, and until then returns a snooze of the job
+// to look again. Work calls it after the walk; tests call it directly.
+// Reading the progress of a drained replay no longer counts its pending
+// deliveries, a count that reads every index entry the replay left in
+// deliveries_pending until vacuum removes them; the watch's own counts,
+// made as the deliveries settle, each read only the entries left since
+// the last.
 func (w *Worker) WatchDrain(ctx context.Context, replayID uuid.UUID) error {
 	var (
-		pending     int
+		status      string
 		completedAt *time.Time
-		watched     bool
+		drained     bool
+		pending     int
 	)
-	err := w.db.QueryRow(ctx, watchDrain, replayID).Scan(&pending, &completedAt, &watched)
+	err := w.db.QueryRow(ctx, selectDrain, replayID).Scan(&status, &completedAt, &drained, &pending)
 	switch {
 	case errors.Is(err, pgx.ErrNoRows):
 		return nil // deleted with its endpoint
 	case err != nil:
 		return fmt.Errorf("replay %s: watch its drain: %w", replayID, err)
-	case !watched || pending == 0 || completedAt == nil:
+	case status != StatusCompleted || drained || completedAt == nil:
+		return nil
+	case pending == 0:
+		if _, err := w.db.Exec(ctx, markDrained, replayID); err != nil {
+			return fmt.Errorf("replay %s: mark it drained: %w", replayID, err)
+		}
 		return nil
 	}
 	return river.JobSnooze(min(max(time.Since(*completedAt)/10, minDrainWatch), maxDrainWatch))
