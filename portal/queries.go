@@ -92,8 +92,9 @@ GROUP BY c.hour`
 // expressions) on: the hours moved into endpoint_outcomes and the deltas
 // not moved yet, from the hour counting began (endpoint_outcomes_since),
 // and, on a database upgraded with history, the attempts before that
-// hour, counted one by one (migration 0051). Each is read through its index on (endpoint, hour), so the cost
-// is a few rows per hour, not one per attempt.
+// hour, counted one by one (migration 0051). Each is read through its
+// index on (endpoint, hour), so the cost is a few rows per hour, not one
+// per attempt.
 func outcomeCounts(endpoint, since string) string {
 	return `
     SELECT o.hour, o.succeeded, o.failed FROM herald.endpoint_outcomes o

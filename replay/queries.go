@@ -91,16 +91,20 @@ RETURNING ` + replayColumns
                 AND (SELECT true FROM herald.replay_deliveries rd
                      WHERE rd.replay_id = herald.replays.id AND rd.delivery_id = d.id))::int`
 
-	// selectDrain reads what the replay job's watch of the drain needs:
-	// the replay's status, when its walk completed, whether it was seen
-	// drained, and, for a completed replay not seen drained, how many of
-	// its deliveries are pending.
+	// selectDrain counts the pending deliveries of the replay $1 when it
+	// is completed and not seen drained, marks it drained when the count
+	// is 0, and returns when its walk completed and the count; no row when
+	// there is nothing to watch (the replay is gone, running, cancelled or
+	// drained).
 	selectDrain = `
-SELECT status, completed_at, drained_at IS NOT NULL,
-  CASE WHEN status = 'completed' AND drained_at IS NULL THEN ` + pendingOfReplay + ` ELSE 0 END
-FROM herald.replays WHERE id = $1`
-
-	markDrained = `UPDATE herald.replays SET drained_at = now(), updated_at = now() WHERE id = $1 AND drained_at IS NULL`
+WITH watched AS (
+    SELECT id, completed_at, ` + pendingOfReplay + ` AS pending
+    FROM herald.replays WHERE id = $1 AND status = 'completed' AND drained_at IS NULL
+), marked AS (
+    UPDATE herald.replays r SET drained_at = now(), updated_at = now()
+    FROM watched w WHERE r.id = w.id AND w.pending = 0
+)
+SELECT completed_at, pending FROM watched`
 
 	selectReplay = `
 SELECT ` + replayColumns + ` FROM herald.replays

@@ -114,26 +114,19 @@ const (
 // the last.
 func (w *Worker) WatchDrain(ctx context.Context, replayID uuid.UUID) error {
 	var (
-		status      string
-		completedAt *time.Time
-		drained     bool
+		completedAt time.Time
 		pending     int
 	)
-	err := w.db.QueryRow(ctx, selectDrain, replayID).Scan(&status, &completedAt, &drained, &pending)
+	err := w.db.QueryRow(ctx, selectDrain, replayID).Scan(&completedAt, &pending)
 	switch {
 	case errors.Is(err, pgx.ErrNoRows):
-		return nil // deleted with its endpoint
+		return nil // gone with its endpoint, not completed, or drained
 	case err != nil:
 		return fmt.Errorf("replay %s: watch its drain: %w", replayID, err)
-	case status != StatusCompleted || drained || completedAt == nil:
-		return nil
 	case pending == 0:
-		if _, err := w.db.Exec(ctx, markDrained, replayID); err != nil {
-			return fmt.Errorf("replay %s: mark it drained: %w", replayID, err)
-		}
-		return nil
+		return nil // marked drained by the same statement
 	}
-	return river.JobSnooze(min(max(time.Since(*completedAt)/10, minDrainWatch), maxDrainWatch))
+	return river.JobSnooze(min(max(time.Since(completedAt)/10, minDrainWatch), maxDrainWatch))
 }
 
 // Step handles the next batch of a replay with jobs queueing deliveries,

@@ -234,15 +234,13 @@ func (m *Maintainer) Pass(ctx context.Context) (Report, error) {
 	if err := m.purgeTenants(ctx, now, &rep); err != nil {
 		return rep, err
 	}
-	for range maxPruneBatches {
+	pruned, err := inBatches(pruneBatch, func() (int64, error) {
 		tag, err := m.pool.Exec(ctx, pruneIdempotencyKeys, rep.Horizon, pruneBatch)
-		if err != nil {
-			return rep, fmt.Errorf("prune publish idempotency keys: %w", err)
-		}
-		rep.PrunedKeys += tag.RowsAffected()
-		if tag.RowsAffected() < pruneBatch {
-			break
-		}
+		return tag.RowsAffected(), err
+	})
+	rep.PrunedKeys = pruned
+	if err != nil {
+		return rep, fmt.Errorf("prune publish idempotency keys: %w", err)
 	}
 	if err := m.countOutcomes(ctx, now, &rep); err != nil {
 		return rep, err
@@ -255,27 +253,37 @@ func (m *Maintainer) Pass(ctx context.Context) (Report, error) {
 // into the hourly counts, and deletes the hours older than KeptOutcomes,
 // each in bounded batches.
 func (m *Maintainer) countOutcomes(ctx context.Context, now time.Time, rep *Report) error {
-	for range maxPruneBatches {
-		var moved int64
-		if err := m.pool.QueryRow(ctx, rollUpOutcomes, rollUpBatch).Scan(&moved); err != nil {
-			return fmt.Errorf("count attempt outcomes per hour: %w", err)
-		}
-		rep.RolledUpOutcomes += moved
-		if moved < rollUpBatch {
-			break
-		}
+	var err error
+	rep.RolledUpOutcomes, err = inBatches(rollUpBatch, func() (moved int64, err error) {
+		err = m.pool.QueryRow(ctx, rollUpOutcomes, rollUpBatch).Scan(&moved)
+		return moved, err
+	})
+	if err != nil {
+		return fmt.Errorf("count attempt outcomes per hour: %w", err)
 	}
-	for range maxPruneBatches {
+	rep.PrunedOutcomeHours, err = inBatches(pruneBatch, func() (int64, error) {
 		tag, err := m.pool.Exec(ctx, pruneOutcomes, now.Add(-KeptOutcomes), pruneBatch)
-		if err != nil {
-			return fmt.Errorf("prune hourly outcome counts: %w", err)
-		}
-		rep.PrunedOutcomeHours += tag.RowsAffected()
-		if tag.RowsAffected() < pruneBatch {
-			break
-		}
+		return tag.RowsAffected(), err
+	})
+	if err != nil {
+		return fmt.Errorf("prune hourly outcome counts: %w", err)
 	}
 	return nil
+}
+
+// inBatches runs step, which handles at most batch rows and returns how
+// many it handled, until a step handles fewer or maxPruneBatches have run
+// (the rest waits for the next pass), and returns the rows handled.
+func inBatches(batch int64, step func() (int64, error)) (int64, error) {
+	var total int64
+	for range maxPruneBatches {
+		n, err := step()
+		total += n
+		if err != nil || n < batch {
+			return total, err
+		}
+	}
+	return total, nil
 }
 
 // reshape drops the empty sets that have not begun and were made with
