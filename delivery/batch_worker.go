@@ -107,11 +107,17 @@ func (b *BatchWorker) Work(ctx context.Context, job *river.Job[BatchArgs]) (err 
 		return w.handOff(ctx, todo, trigger, generation)
 	}
 
-	release, lanes, err := w.takeSlots(ctx, job.JobRow, todo[0], len(todo))
+	release, lanes, waited, err := w.takeSlots(ctx, job.JobRow, todo[0], len(todo))
 	if err != nil {
 		return err
 	}
 	defer release()
+	if waited {
+		// Those requeued while the job waited are the requeue's jobs'.
+		if todo, err = w.stillQueued(ctx, todo, generation); err != nil || len(todo) == 0 {
+			return err
+		}
+	}
 	attempts := w.sendUntilFailure(ctx, todo, lanes)
 	release()
 	if err := ctx.Err(); err != nil {

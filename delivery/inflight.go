@@ -3,12 +3,14 @@ package delivery
 import (
 	"cmp"
 	"context"
+	"fmt"
 	"math/rand/v2"
 	"slices"
 	"sync"
 	"time"
 
 	"github.com/google/uuid"
+	"github.com/jackc/pgx/v5"
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/riverqueue/river"
 	"github.com/riverqueue/river/rivertype"
@@ -527,19 +529,23 @@ func (w *Worker) patience(job *rivertype.JobRow, endpoint uuid.UUID) time.Durati
 
 // takeSlots takes as many of the in-flight slots of d's endpoint and
 // tenant as are free, at most n, for job's requests. It returns how many
-// it took and the function that releases them, which may be called more
-// than once; when none is free, and none frees within AnsweringPatience
-// for an answering endpoint, the snooze of holdBack. A job woken by a
-// release can find the slots taken by another woken with it (a batch job
-// takes all it can): while the endpoint answers it waits again rather
-// than being held back.
+// it took, the function that releases them, which may be called more
+// than once, and whether it waited for them; when none is free, and none
+// frees within AnsweringPatience for an answering endpoint, the snooze of
+// holdBack. A job woken by a release can find the slots taken by another
+// woken with it (a batch job takes all it can): while the endpoint answers
+// it waits again rather than being held back.
+//
+// A job that waited must look at its deliveries again before it sends
+// (stillQueued): a resend or replay during the wait gave them to another
+// job.
 //
 // The slots are held for the requests alone: taken once the deliveries are
 // loaded and released once the answers are in. Held across the load and
 // the recording, which wait for batches and for the database, they kept
 // slots busy long enough under load that healthy endpoints' jobs were held
 // back and snoozed for seconds.
-func (w *Worker) takeSlots(ctx context.Context, job *rivertype.JobRow, d loaded, n int) (release func(), got int, err error) {
+func (w *Worker) takeSlots(ctx context.Context, job *rivertype.JobRow, d loaded, n int) (release func(), got int, waited bool, err error) {
 	var releaseAll func()
 	until := time.Now().Add(AnsweringPatience)
 	for {
@@ -549,15 +555,30 @@ func (w *Worker) takeSlots(ctx context.Context, job *rivertype.JobRow, d loaded,
 		}
 		wait := time.Until(until)
 		if !w.inflight.isAnswering(d.endpointID) || wait <= 0 || !w.inflight.waitForRoom(ctx, d.endpointID, wait) {
-			return nil, 0, w.holdBack(ctx, job, d.endpointID)
+			return nil, 0, false, w.holdBack(ctx, job, d.endpointID)
 		}
+		waited = true
 	}
 	release = sync.OnceFunc(releaseAll)
 	if err := admitted(ctx, job); err != nil {
 		release()
-		return nil, 0, err
+		return nil, 0, false, err
 	}
-	return release, got, nil
+	return release, got, waited, nil
+}
+
+// stillQueued returns those of ds that are still pending at generation:
+// the deliveries a job that waited for a slot may still send.
+func (w *Worker) stillQueued(ctx context.Context, ds []loaded, generation int) ([]loaded, error) {
+	rows, err := w.db.Query(ctx, selectStillQueued, idsOf(ds), generation)
+	if err != nil {
+		return nil, fmt.Errorf("look again at %d deliveries after waiting for a slot: %w", len(ds), err)
+	}
+	ids, err := pgx.CollectRows(rows, pgx.RowTo[uuid.UUID])
+	if err != nil {
+		return nil, fmt.Errorf("look again at %d deliveries after waiting for a slot: %w", len(ds), err)
+	}
+	return slices.DeleteFunc(ds, func(d loaded) bool { return !slices.Contains(ids, d.id) }), nil
 }
 
 // admitted clears the count of holdBack once the job got a slot.

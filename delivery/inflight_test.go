@@ -403,7 +403,7 @@ func TestTakeSlotsWaitsAgainAtAnAnsweringEndpoint(t *testing.T) {
 	results := make(chan taken, 2)
 	for range 2 {
 		go func() {
-			release, got, err := w.takeSlots(t.Context(), &rivertype.JobRow{}, d, 2)
+			release, got, _, err := w.takeSlots(t.Context(), &rivertype.JobRow{}, d, 2)
 			results <- taken{release, got, err}
 		}()
 	}

@@ -95,6 +95,12 @@ WHERE id = ANY($1) AND id BETWEEN herald.least_id($1) AND herald.greatest_id($1)
   AND next_attempt_at IS NULL
 RETURNING id`
 
+	// selectStillQueued returns those of the deliveries $1 that are still
+	// pending at generation $2.
+	selectStillQueued = `SELECT id FROM herald.deliveries
+WHERE id = ANY($1) AND id BETWEEN herald.least_id($1) AND herald.greatest_id($1)
+  AND status = 'pending' AND generation = $2`
+
 	// reloadProgress reads what deciding an attempt's outcome depends on.
 	reloadProgress = `SELECT status, attempt_count, attempts_before_requeue, first_attempt_at, generation
 FROM herald.deliveries WHERE id = $1`

@@ -414,11 +414,16 @@ func (w *Worker) Work(ctx context.Context, job *river.Job[Args]) (err error) {
 		}
 	}
 
-	release, _, err := w.takeSlots(ctx, job.JobRow, d, 1)
+	release, _, waited, err := w.takeSlots(ctx, job.JobRow, d, 1)
 	if err != nil {
 		return err
 	}
 	defer release()
+	if waited {
+		if still, err := w.stillQueued(ctx, []loaded{d}, d.generation); err != nil || len(still) == 0 {
+			return err // requeued or settled while the job waited: not its own any more
+		}
+	}
 	if err := w.rateLimiter.Admit(ctx, d.endpointID, d.rateLimit); err != nil {
 		return err
 	}
