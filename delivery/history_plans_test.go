@@ -5,6 +5,9 @@ import (
 	"time"
 
 	"github.com/google/uuid"
+	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgxpool"
+	"github.com/stretchr/testify/require"
 
 	"github.com/heraldhq/herald/internal/historyplan"
 )
@@ -18,17 +21,70 @@ func TestHistoryQueriesUseIndexes(t *testing.T) {
 	ids := []uuid.UUID{s.DeliveryID}
 	record := []any{s.DeliveryID, "pending", 0, "succeeded", nil, now, uuid.New(), s.MessageID, s.EndpointID, "scheduled",
 		now, 12, "{}", 200, nil, "", "succeeded", 0}
-	arrays := []any{ids, []string{"pending"}, []int32{0}, []string{"succeeded"}, []*time.Time{nil}, []time.Time{now},
-		[]uuid.UUID{uuid.New()}, []uuid.UUID{s.MessageID}, []uuid.UUID{s.EndpointID}, []string{"scheduled"}, []time.Time{now},
-		[]int32{12}, []string{"{}"}, []int32{200}, []*string{nil}, []string{""}, []string{"succeeded"}, []int32{0}}
+	batch := newestDeliveries(t, pool, maxRoundTrip)
+	arrays := batch.recordArrays(now)
 	historyplan.Check(t, pool, []historyplan.Query{
-		{Name: "delivery: load", SQL: loadDeliveries, Args: []any{ids, now}, Setup: []string{lookUpByIndex, planOnce, inOneProcess}, OnePartition: []string{"deliveries", "messages"}, Backlog: []string{"lower"}},
+		{Name: "delivery: load", SQL: loadDeliveries, Args: []any{batch.ids, now}, Setup: []string{lookUpByIndex, planOnce, inOneProcess}, OnePartition: []string{"deliveries", "messages"}, Backlog: []string{"lower"}},
 		{Name: "delivery: cancel one", SQL: cancelDelivery, Args: []any{s.DeliveryID, now, 0}},
-		{Name: "delivery: cancel a batch's", SQL: cancelDeliveries, Args: []any{ids, now, 1}, OnePartition: []string{"deliveries"}},
-		{Name: "delivery: hand off", SQL: handOff, Args: []any{ids, now, 1}, OnePartition: []string{"deliveries"}},
+		{Name: "delivery: cancel a batch's", SQL: cancelDeliveries, Args: []any{batch.ids, now, 1}, OnePartition: []string{"deliveries"}},
+		{Name: "delivery: hand off", SQL: handOff, Args: []any{batch.ids, now, 1}, OnePartition: []string{"deliveries"}},
 		{Name: "delivery: reload progress", SQL: reloadProgress, Args: []any{s.DeliveryID}},
 		{Name: "delivery: record an attempt", SQL: recordAttempt, Args: record, OnePartition: []string{"deliveries"}},
-		{Name: "delivery: record attempts", SQL: recordAttempts, Args: arrays, Setup: []string{lookUpByIndex}, OnePartition: []string{"deliveries"}},
+		{Name: "delivery: record attempts", SQL: recordAttempts, Args: arrays, Setup: []string{lookUpByIndex, planOnce}, OnePartition: []string{"deliveries"}},
 		{Name: "delivery: lock settling lines", SQL: lockSettlingLines, Args: []any{ids, []uuid.UUID{s.EndpointID}, []string{"obj_1"}}},
 	})
+}
+
+// deliveryBatch is what a batch of recordings names of its deliveries.
+type deliveryBatch struct {
+	ids, messages, endpoints []uuid.UUID
+	statuses                 []string
+	attemptCounts            []int32
+}
+
+// newestDeliveries returns the newest n deliveries of the filled history:
+// a batch as big as a round trip carries, as the recording of a burst
+// names them. A batch of one, which the plans were first checked with,
+// hid a merge join that read every partition's primary key whole once the
+// batch was a few hundred (issue 16's aged steady run at 5,000,000).
+func newestDeliveries(t *testing.T, pool *pgxpool.Pool, n int) deliveryBatch {
+	t.Helper()
+	rows, err := pool.Query(t.Context(), `SELECT id, message_id, endpoint_id, status, attempt_count
+FROM herald.deliveries ORDER BY id DESC LIMIT $1`, n)
+	require.NoError(t, err)
+	var b deliveryBatch
+	var (
+		id, message, endpoint uuid.UUID
+		status                string
+		count                 int32
+	)
+	_, err = pgx.ForEachRow(rows, []any{&id, &message, &endpoint, &status, &count}, func() error {
+		b.ids, b.messages, b.endpoints = append(b.ids, id), append(b.messages, message), append(b.endpoints, endpoint)
+		b.statuses, b.attemptCounts = append(b.statuses, status), append(b.attemptCounts, count)
+		return nil
+	})
+	require.NoError(t, err)
+	require.Len(t, b.ids, n)
+	return b
+}
+
+// recordArrays are recordAttempts' arguments recording a success of each
+// delivery of b at now.
+func (b deliveryBatch) recordArrays(now time.Time) []any {
+	n := len(b.ids)
+	attempts := make([]uuid.UUID, n)
+	for i := range attempts {
+		attempts[i] = uuid.Must(uuid.NewV7())
+	}
+	return []any{b.ids, b.statuses, b.attemptCounts, repeat("succeeded", n), make([]*time.Time, n), repeat(now, n),
+		attempts, b.messages, b.endpoints, repeat("scheduled", n), repeat(now, n),
+		repeat(int32(12), n), repeat("{}", n), repeat(int32(200), n), make([]*string, n), repeat("", n), repeat("succeeded", n), make([]int32, n)}
+}
+
+func repeat[T any](v T, n int) []T {
+	s := make([]T, n)
+	for i := range s {
+		s[i] = v
+	}
+	return s
 }

@@ -369,7 +369,8 @@ var recordColumns = []unnest.Column[recordRow]{
 
 // insertAttempts records rows in one round trip and returns the
 // deliveries it recorded. One row goes in recordAttempt; more go in
-// recordAttempts, planned under lookUpByIndex, which ends with it: Health
+// recordAttempts, planned under lookUpByIndex and planOnce, which end with
+// it: Health
 // publishes operational events in the same transaction, and a publish
 // reads herald.outbox_wakeups, a one-row table with nothing to look up by.
 // Under lookUpByIndex its scan costs the planner 10^10, so Postgres
@@ -391,8 +392,10 @@ func insertAttempts(ctx context.Context, tx pgx.Tx, rows []recordRow) (map[uuid.
 		batch.Queue(recordAttempt, unnest.Values(rows[0], recordColumns...)...).Query(collect)
 	} else {
 		batch.Queue(lookUpByIndex)
+		batch.Queue(planOnce)
 		batch.Queue(recordAttempts, unnest.Arrays(rows, recordColumns...)...).Query(collect)
 		batch.Queue(lookUpAsUsual)
+		batch.Queue(planAsUsual)
 	}
 	if err := tx.SendBatch(ctx, &batch).Close(); err != nil {
 		return nil, err
