@@ -90,7 +90,7 @@ func (w *Worker) load(ctx context.Context, id uuid.UUID) (loaded, error) {
 // exist.
 func (w *Worker) loadMany(ctx context.Context, ids []uuid.UUID) ([]*loaded, error) {
 	// One round trip: the statements of a batch run in one implicit
-	// transaction, to which SET LOCAL applies.
+	// transaction, to which set_config(…, true) applies.
 	var (
 		batch pgx.Batch
 		byID  = make(map[uuid.UUID]*loaded, len(ids))

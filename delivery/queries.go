@@ -114,7 +114,12 @@ FROM herald.deliveries WHERE id = $1`
 	// delivery is right at every size. Only statements that look rows up
 	// may follow it: a scan no index serves is costed at 10^10, which also
 	// has Postgres JIT-compile it (see insertAttempts).
-	lookUpByIndex = `SET LOCAL enable_seqscan = off`
+	//
+	// It and planOnce and inOneProcess are set_config(…, true), which is
+	// SET LOCAL without its warning: loading sends them outside a
+	// transaction block, in the implicit transaction of one round trip,
+	// where SET LOCAL applies but has Postgres log a WARNING each time.
+	lookUpByIndex = `SELECT set_config('enable_seqscan', 'off', true)`
 
 	// lookUpAsUsual ends lookUpByIndex.
 	lookUpAsUsual = `RESET enable_seqscan`
@@ -130,7 +135,7 @@ FROM herald.deliveries WHERE id = $1`
 	// partitions). A generic plan prunes the same partitions when it
 	// starts (internal/historyplan checks both kinds of plan, with batches
 	// of maxRoundTrip).
-	planOnce = `SET LOCAL plan_cache_mode = force_generic_plan`
+	planOnce = `SELECT set_config('plan_cache_mode', 'force_generic_plan', true)`
 
 	// planAsUsual ends planOnce.
 	planAsUsual = `RESET plan_cache_mode`
@@ -143,7 +148,7 @@ FROM herald.deliveries WHERE id = $1`
 	// behind 12 to 130 ms of starting them on a busy machine, and
 	// steady-aged fell behind its 1,000 events/s (docs/benchmarks.md,
 	// "The aged scenario").
-	inOneProcess = `SET LOCAL max_parallel_workers_per_gather = 0`
+	inOneProcess = `SELECT set_config('max_parallel_workers_per_gather', '0', true)`
 
 	// recordAttempts records attempts and their outcomes in one
 	// statement: for each row of its input (recordColumns, as arrays) the
