@@ -1,6 +1,7 @@
 package delivery
 
 import (
+	"slices"
 	"testing"
 	"time"
 
@@ -78,7 +79,8 @@ func (b deliveryBatch) recordArrays(now time.Time) []any {
 	}
 	return []any{b.ids, b.statuses, b.attemptCounts, repeat("succeeded", n), make([]*time.Time, n), repeat(now, n),
 		attempts, b.messages, b.endpoints, repeat("scheduled", n), repeat(now, n),
-		repeat(int32(12), n), repeat("{}", n), repeat(int32(200), n), make([]*string, n), repeat("", n), repeat("succeeded", n), make([]int32, n)}
+		repeat(int32(12), n), repeat("{}", n), repeat(int32(200), n), make([]*string, n), repeat("", n), repeat("succeeded", n), make([]int32, n),
+		slices.MinFunc(b.ids, compareUUID), slices.MaxFunc(b.ids, compareUUID)}
 }
 
 func repeat[T any](v T, n int) []T {

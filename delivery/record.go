@@ -393,7 +393,9 @@ func insertAttempts(ctx context.Context, tx pgx.Tx, rows []recordRow) (map[uuid.
 	} else {
 		batch.Queue(lookUpByIndex)
 		batch.Queue(planOnce)
-		batch.Queue(recordAttempts, unnest.Arrays(rows, recordColumns...)...).Query(collect)
+		byID := func(a, b recordRow) int { return compareUUID(a.deliveryID, b.deliveryID) }
+		args := append(unnest.Arrays(rows, recordColumns...), slices.MinFunc(rows, byID).deliveryID, slices.MaxFunc(rows, byID).deliveryID)
+		batch.Queue(recordAttempts, args...).Query(collect)
 		batch.Queue(lookUpAsUsual)
 		batch.Queue(planAsUsual)
 	}
