@@ -71,3 +71,33 @@ func TestPartitionReadsLeavesOutTheBacklog(t *testing.T) {
 		t.Errorf("PartitionReads(messages, m) = %q, want the unpruned Append", got)
 	}
 }
+
+// A batch spread over several partitions may be looked up by its array in
+// each of them, once, but no more partitions than it spans, and not by
+// reading a range of them whole (the inner side of a hash join).
+func TestSpreadReadsAllowsTheBatchInEachPartitionOfItsSpan(t *testing.T) {
+	t.Parallel()
+	byArray := []byte(`[{"Plan": {"Node Type": "Append", "Actual Loops": 1, "Plans": [
+    {"Node Type": "Index Scan", "Relation Name": "deliveries_p20261201", "Index Cond": "(id = ANY ($1))", "Actual Loops": 1},
+    {"Node Type": "Bitmap Heap Scan", "Relation Name": "deliveries_p20261202", "Actual Loops": 1,
+     "Plans": [{"Node Type": "Bitmap Index Scan", "Index Name": "deliveries_p20261202_pkey", "Index Cond": "(id = ANY ('{…}'::uuid[]))", "Actual Loops": 1}]},
+    {"Node Type": "Index Scan", "Relation Name": "deliveries_p20261203", "Index Cond": "(id = ANY ($1))", "Actual Loops": 1},
+    {"Node Type": "Index Scan", "Relation Name": "deliveries_p20261204", "Index Cond": "(id = ANY ($1))", "Actual Loops": 0}]}}]`)
+	if got := historyplan.SpreadReads(byArray, "deliveries", 3); len(got) != 0 {
+		t.Errorf("SpreadReads(3 partitions) = %q, want none", got)
+	}
+	for _, spread := range []int{0, 1, 2} {
+		if got := historyplan.SpreadReads(byArray, "deliveries", spread); len(got) != 1 {
+			t.Errorf("SpreadReads(%d partitions) = %q, want the Append", spread, got)
+		}
+	}
+	hashed := []byte(`[{"Plan": {"Node Type": "Hash Join", "Plans": [
+  {"Node Type": "Function Scan", "Actual Loops": 1},
+  {"Node Type": "Hash", "Actual Loops": 1, "Plans": [
+    {"Node Type": "Append", "Actual Loops": 1, "Plans": [
+      {"Node Type": "Index Scan", "Relation Name": "deliveries_p20261201", "Index Cond": "((id >= $2) AND (id < $3))", "Actual Loops": 1},
+      {"Node Type": "Seq Scan", "Relation Name": "deliveries_p20261202", "Actual Loops": 1}]}]}]}}]`)
+	if got := historyplan.SpreadReads(hashed, "deliveries", 3); len(got) != 1 {
+		t.Errorf("SpreadReads(a hash join's span) = %q, want the Append", got)
+	}
+}
