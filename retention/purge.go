@@ -114,6 +114,9 @@ func (m *Maintainer) purgeNext(ctx context.Context, w *tenantWalk) (more bool, e
 		for i, msg := range walked {
 			ids[i] = msg.ID
 		}
+		if _, err := tx.Exec(ctx, planOnce); err != nil {
+			return err
+		}
 		rows, err = tx.Query(ctx, lockPurgeDeliveries, ids)
 		if err != nil {
 			return err
