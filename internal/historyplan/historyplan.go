@@ -163,10 +163,11 @@ type Query struct {
 	// quiet tenant), how many partitions of its OnePartition tables they
 	// lie in (Partitions). A read that runs once may then read as many,
 	// each through an index condition on the batch's array (= ANY): the
-	// batch looked up in each partition of its span. Reading the span
-	// whole, as a hash or merge join does, still fails, and so does a
-	// read run for each row of an outer query that reads more than one
-	// partition a run.
+	// batch looked up in each partition of its span; or through a partial
+	// index, which holds the backlog only (deliveries_pending); or whole,
+	// a partition of a few pages. Reading the span whole, as a hash or
+	// merge join does, still fails, and so does a read run for each row
+	// of an outer query that reads more than one partition a run.
 	Spread int
 	// Backlog are aliases, in SQL, of reads of a OnePartition table that
 	// go to every partition by design, through a partial index that holds
@@ -192,6 +193,18 @@ func Check(t *testing.T, pool *pgxpool.Pool, queries []Query) {
 	empty, small, err := partitionSizes(t.Context(), pool)
 	if err != nil {
 		t.Fatalf("historyplan: %v", err)
+	}
+	partial, err := partialIndexes(t.Context(), pool)
+	if err != nil {
+		t.Fatalf("historyplan: %v", err)
+	}
+	// A read of a batch spread over partitions may read one of them whole
+	// if it is of a few pages, by whatever scan the planner finds
+	// cheapest (as a sequential scan of one is allowed below), or read a
+	// partial index whole: those of the history hold its backlog only
+	// (deliveries_pending, messages_undispatched…).
+	whole := func(n node) bool {
+		return small[n.scanned()] || slices.ContainsFunc(n.indexes(), func(name string) bool { return partial[name] })
 	}
 	for _, q := range queries {
 		for _, generic := range []bool{false, true} {
@@ -235,7 +248,7 @@ func Check(t *testing.T, pool *pgxpool.Pool, queries []Query) {
 					q.Name, kindOf(generic), strings.Join(scans, ", "), textPlan(t.Context(), pool, q, generic))
 			}
 			if len(q.OnePartition) > 0 {
-				checkPruned(t, pool, q, generic, small)
+				checkPruned(t, pool, q, generic, whole)
 			}
 		}
 	}
@@ -243,8 +256,8 @@ func Check(t *testing.T, pool *pgxpool.Pool, queries []Query) {
 
 // checkPruned runs q and fails the test if a read of one of its
 // OnePartition tables read more than one partition (more than q.Spread,
-// for a batch spread over them; see spreadReads for the small ones).
-func checkPruned(t *testing.T, pool *pgxpool.Pool, q Query, generic bool, small map[string]bool) {
+// for a batch spread over them).
+func checkPruned(t *testing.T, pool *pgxpool.Pool, q Query, generic bool, whole func(node) bool) {
 	t.Helper()
 	analyze := q
 	analyze.analyze = true
@@ -254,7 +267,7 @@ func checkPruned(t *testing.T, pool *pgxpool.Pool, q Query, generic bool, small 
 		return
 	}
 	for _, table := range q.OnePartition {
-		if reads := spreadReads(plan, table, q.Spread, small, q.Backlog); len(reads) > 0 {
+		if reads := spreadReads(plan, table, q.Spread, whole, q.Backlog); len(reads) > 0 {
 			t.Errorf("%s: its %s plan reads %s in more than one partition at a time (%s); bound it to the partition of the id it names (herald.history_lower, history_upper) or to the span of the batch it names (herald.least_id, greatest_id); see docs/history-queries.md:\n%s",
 				q.Name, kindOf(generic), table, strings.Join(reads, "; "), textPlan(t.Context(), pool, analyze, generic))
 		}
@@ -280,10 +293,9 @@ func SpreadReads(planJSON []byte, table string, spread int, backlog ...string) [
 	return spreadReads(planJSON, table, spread, nil, backlog)
 }
 
-// spreadReads is SpreadReads where a partition in small may be read
-// whole, by whatever scan the planner finds cheapest: a partition of a
-// few pages, as Check allows a sequential scan of one.
-func spreadReads(planJSON []byte, table string, spread int, small map[string]bool, backlog []string) []string {
+// spreadReads is SpreadReads where a read for which whole is true counts
+// as the batch's, though not by its array (see Check's wholeReads).
+func spreadReads(planJSON []byte, table string, spread int, whole func(node) bool, backlog []string) []string {
 	return collect(planJSON, func(n node) string {
 		if n.NodeType != "Append" && n.NodeType != "Merge Append" {
 			return ""
@@ -295,7 +307,7 @@ func spreadReads(planJSON []byte, table string, spread int, small map[string]boo
 				return ""
 			}
 			reads += c.Loops
-			if c.Loops > 0 && !c.looksUpArray() && !small[c.scanned()] {
+			if c.Loops > 0 && !c.looksUpArray() && (whole == nil || !whole(c)) {
 				byArray = false
 			}
 		}
@@ -327,6 +339,19 @@ func (n node) looksUpArray() bool {
 	return false
 }
 
+// indexes returns the indexes a scan node, or the index scans under it,
+// read.
+func (n node) indexes() []string {
+	var names []string
+	if n.IndexName != "" {
+		names = append(names, n.IndexName)
+	}
+	for _, c := range n.Plans {
+		names = append(names, c.indexes()...)
+	}
+	return names
+}
+
 // Partitions returns how many partitions of the history table table hold
 // rows in the span of ids, from herald.history_lower of the least to
 // history_upper of the greatest: those a statement bounded to the span of
@@ -351,6 +376,26 @@ WHERE `+col+` >= herald.history_lower(herald.least_id($1)) AND `+col+` < herald.
 		t.Fatalf("historyplan: the partitions of %s a batch spans: %v", table, err)
 	}
 	return n
+}
+
+// partialIndexes returns the partial indexes of the history's partitions.
+func partialIndexes(ctx context.Context, pool *pgxpool.Pool) (map[string]bool, error) {
+	rows, err := pool.Query(ctx, `
+SELECT c.relname FROM pg_index i
+JOIN pg_class c ON c.oid = i.indexrelid JOIN pg_inherits h ON h.inhrelid = c.oid
+WHERE i.indpred IS NOT NULL`)
+	if err != nil {
+		return nil, fmt.Errorf("list the partitions' partial indexes: %w", err)
+	}
+	names, err := pgx.CollectRows(rows, pgx.RowTo[string])
+	if err != nil {
+		return nil, fmt.Errorf("list the partitions' partial indexes: %w", err)
+	}
+	partial := map[string]bool{}
+	for _, name := range names {
+		partial[name] = true
+	}
+	return partial, nil
 }
 
 // partitionSizes tells which partitions of history tables hold no row
