@@ -1,6 +1,7 @@
 package delivery
 
 import (
+	"fmt"
 	"slices"
 	"testing"
 	"time"
@@ -19,11 +20,20 @@ func TestHistoryQueriesUseIndexes(t *testing.T) {
 	t.Parallel()
 	pool, s := historyplan.NewPool(t)
 	now := time.Now()
-	ids := []uuid.UUID{s.DeliveryID}
 	record := []any{s.DeliveryID, "pending", 0, "succeeded", nil, now, uuid.New(), s.MessageID, s.EndpointID, "scheduled",
 		now, 12, "{}", 200, nil, "", "succeeded", 0}
 	batch := newestDeliveries(t, pool, maxRoundTrip)
 	arrays := batch.recordArrays(now)
+	// A batch job of a replay of a quiet endpoint: MaxBatch of its
+	// deliveries by creation, days of them.
+	replayed := historyplan.Batch(t, pool, MaxBatch, `SELECT id FROM herald.deliveries WHERE endpoint_id = (
+    SELECT endpoint_id FROM herald.deliveries GROUP BY endpoint_id HAVING count(*) >= $1 ORDER BY count(*), endpoint_id LIMIT 1)
+ORDER BY created_at, id LIMIT $1`, MaxBatch)
+	spread := historyplan.Partitions(t, pool, "deliveries", replayed)
+	objects := make([]string, len(batch.ids))
+	for i := range objects {
+		objects[i] = fmt.Sprintf("obj_%d", i)
+	}
 	historyplan.Check(t, pool, []historyplan.Query{
 		{Name: "delivery: load", SQL: loadDeliveries, Args: []any{batch.ids, now}, Setup: []string{lookUpByIndex, planOnce, inOneProcess}, OnePartition: []string{"deliveries", "messages"}, Backlog: []string{"lower"}},
 		{Name: "delivery: cancel one", SQL: cancelDelivery, Args: []any{s.DeliveryID, now, 0}},
@@ -32,7 +42,9 @@ func TestHistoryQueriesUseIndexes(t *testing.T) {
 		{Name: "delivery: reload progress", SQL: reloadProgress, Args: []any{s.DeliveryID}},
 		{Name: "delivery: record an attempt", SQL: recordAttempt, Args: record, OnePartition: []string{"deliveries"}},
 		{Name: "delivery: record attempts", SQL: recordAttempts, Args: arrays, Setup: []string{lookUpByIndex, planOnce}, OnePartition: []string{"deliveries"}},
-		{Name: "delivery: lock settling lines", SQL: lockSettlingLines, Args: []any{ids, []uuid.UUID{s.EndpointID}, []string{"obj_1"}}},
+		{Name: "delivery: still queued after a wait", SQL: selectStillQueued, Args: []any{batch.ids[:MaxBatch], 0}, OnePartition: []string{"deliveries"}},
+		{Name: "delivery: a replay's batch job still queued", SQL: selectStillQueued, Args: []any{replayed, 1}, OnePartition: []string{"deliveries"}, Spread: spread},
+		{Name: "delivery: lock settling lines", SQL: lockSettlingLines, Args: []any{batch.ids, batch.endpoints, objects}},
 	})
 }
 
