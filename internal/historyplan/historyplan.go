@@ -294,7 +294,8 @@ func SpreadReads(planJSON []byte, table string, spread int, backlog ...string) [
 }
 
 // spreadReads is SpreadReads where a read for which whole is true counts
-// as the batch's, though not by its array (see Check's wholeReads).
+// as the batch's, though not by its array (see Check: a partition of a
+// few pages, or a partial index of the backlog).
 func spreadReads(planJSON []byte, table string, spread int, whole func(node) bool, backlog []string) []string {
 	return collect(planJSON, func(n node) string {
 		if n.NodeType != "Append" && n.NodeType != "Merge Append" {
