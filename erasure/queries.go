@@ -76,9 +76,16 @@ WHERE id = $1 AND status = 'running'`
 	// nextEndpoint is the next endpoint a tenant's erasure erases.
 	nextEndpoint = `SELECT id FROM herald.endpoints WHERE tenant_id = $1 ORDER BY created_at, id LIMIT 1`
 
-	// deleteAttempts: attempts_endpoint_started, then attempts_pkey.
-	deleteAttempts = `DELETE FROM herald.attempts WHERE id = ANY (ARRAY(
-    SELECT a.id FROM herald.attempts a WHERE a.endpoint_id = $1 LIMIT $2))`
+	// deleteAttempts: attempts_endpoint_started, then attempts_pkey. It
+	// and deleteDeliveries and deleteMessages delete their batch within
+	// the batch's span of ids (herald.least_id, greatest_id of the array,
+	// evaluated once): Postgres prunes no partition by an array, and each
+	// batch of DefaultBatchSize ids was looked up in every partition, 35
+	// at the default retention.
+	deleteAttempts = `WITH batch AS (SELECT ARRAY(
+    SELECT a.id FROM herald.attempts a WHERE a.endpoint_id = $1 LIMIT $2) AS ids)
+DELETE FROM herald.attempts WHERE id = ANY ((SELECT ids FROM batch)::uuid[])
+  AND id BETWEEN herald.least_id((SELECT ids FROM batch)) AND herald.greatest_id((SELECT ids FROM batch))`
 
 	// deleteReplayDeliveries: the endpoint's replays (replays_endpoint_created),
 	// then replay_deliveries_pkey. A replay records its endpoint's
@@ -91,8 +98,10 @@ WHERE rd.replay_id = ANY (ARRAY(SELECT r.id FROM herald.replays r WHERE r.endpoi
     LIMIT $2))`
 
 	// deleteDeliveries: deliveries_endpoint_created, then deliveries_pkey.
-	deleteDeliveries = `DELETE FROM herald.deliveries WHERE id = ANY (ARRAY(
-    SELECT d.id FROM herald.deliveries d WHERE d.endpoint_id = $1 LIMIT $2))`
+	deleteDeliveries = `WITH batch AS (SELECT ARRAY(
+    SELECT d.id FROM herald.deliveries d WHERE d.endpoint_id = $1 LIMIT $2) AS ids)
+DELETE FROM herald.deliveries WHERE id = ANY ((SELECT ids FROM batch)::uuid[])
+  AND id BETWEEN herald.least_id((SELECT ids FROM batch)) AND herald.greatest_id((SELECT ids FROM batch))`
 
 	// deleteEndpoint deletes the endpoint once its history is gone; its
 	// secrets, rate limit, replays, receiver checks and ordered lines go
@@ -101,8 +110,10 @@ WHERE rd.replay_id = ANY (ARRAY(SELECT r.id FROM herald.replays r WHERE r.endpoi
 	deleteEndpoint = `DELETE FROM herald.endpoints WHERE id = $1`
 
 	// deleteMessages: messages_tenant_created, then messages_pkey.
-	deleteMessages = `DELETE FROM herald.messages WHERE id = ANY (ARRAY(
-    SELECT m.id FROM herald.messages m WHERE m.tenant_id = $1 LIMIT $2))`
+	deleteMessages = `WITH batch AS (SELECT ARRAY(
+    SELECT m.id FROM herald.messages m WHERE m.tenant_id = $1 LIMIT $2) AS ids)
+DELETE FROM herald.messages WHERE id = ANY ((SELECT ids FROM batch)::uuid[])
+  AND id BETWEEN herald.least_id((SELECT ids FROM batch)) AND herald.greatest_id((SELECT ids FROM batch))`
 
 	// deleteObjectVersions, deletePublishKeys, deleteIdempotencyRecords:
 	// their primary keys, which start with the tenant.
