@@ -88,14 +88,18 @@ DELETE FROM herald.attempts WHERE id = ANY ((SELECT ids FROM batch)::uuid[])
   AND id BETWEEN herald.least_id((SELECT ids FROM batch)) AND herald.greatest_id((SELECT ids FROM batch))`
 
 	// deleteReplayDeliveries: the endpoint's replays (replays_endpoint_created),
-	// then replay_deliveries_pkey. A replay records its endpoint's
-	// deliveries only.
-	deleteReplayDeliveries = `DELETE FROM herald.replay_deliveries rd
-WHERE rd.replay_id = ANY (ARRAY(SELECT r.id FROM herald.replays r WHERE r.endpoint_id = $1))
-  AND rd.delivery_id = ANY (ARRAY(
+	// then replay_deliveries_pkey, within the span of the batch's delivery
+	// ids (the table is partitioned by them). A replay records its
+	// endpoint's deliveries only.
+	deleteReplayDeliveries = `WITH replays AS (SELECT ARRAY(SELECT r.id FROM herald.replays r WHERE r.endpoint_id = $1) AS ids),
+batch AS (SELECT ARRAY(
     SELECT x.delivery_id FROM herald.replay_deliveries x
-    WHERE x.replay_id = ANY (ARRAY(SELECT r.id FROM herald.replays r WHERE r.endpoint_id = $1))
-    LIMIT $2))`
+    WHERE x.replay_id = ANY ((SELECT ids FROM replays)::uuid[])
+    LIMIT $2) AS ids)
+DELETE FROM herald.replay_deliveries rd
+WHERE rd.replay_id = ANY ((SELECT ids FROM replays)::uuid[])
+  AND rd.delivery_id = ANY ((SELECT ids FROM batch)::uuid[])
+  AND rd.delivery_id BETWEEN herald.least_id((SELECT ids FROM batch)) AND herald.greatest_id((SELECT ids FROM batch))`
 
 	// deleteDeliveries: deliveries_endpoint_created, then deliveries_pkey.
 	deleteDeliveries = `WITH batch AS (SELECT ARRAY(
