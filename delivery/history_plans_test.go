@@ -89,16 +89,11 @@ func (b deliveryBatch) recordArrays(now time.Time) []any {
 	for i := range attempts {
 		attempts[i] = uuid.Must(uuid.NewV7())
 	}
-	return []any{b.ids, b.statuses, b.attemptCounts, repeat("succeeded", n), make([]*time.Time, n), repeat(now, n),
-		attempts, b.messages, b.endpoints, repeat("scheduled", n), repeat(now, n),
-		repeat(int32(12), n), repeat("{}", n), repeat(int32(200), n), make([]*string, n), repeat("", n), repeat("succeeded", n), make([]int32, n),
+	text := func(v string) []string { return slices.Repeat([]string{v}, n) }
+	number := func(v int32) []int32 { return slices.Repeat([]int32{v}, n) }
+	at := slices.Repeat([]time.Time{now}, n)
+	return []any{b.ids, b.statuses, b.attemptCounts, text("succeeded"), make([]*time.Time, n), at,
+		attempts, b.messages, b.endpoints, text("scheduled"), at,
+		number(12), text("{}"), number(200), make([]*string, n), text(""), text("succeeded"), make([]int32, n),
 		slices.MinFunc(b.ids, compareUUID), slices.MaxFunc(b.ids, compareUUID)}
-}
-
-func repeat[T any](v T, n int) []T {
-	s := make([]T, n)
-	for i := range s {
-		s[i] = v
-	}
-	return s
 }
