@@ -76,16 +76,21 @@ WHERE id = $1 AND status = 'running'`
 	// nextEndpoint is the next endpoint a tenant's erasure erases.
 	nextEndpoint = `SELECT id FROM herald.endpoints WHERE tenant_id = $1 ORDER BY created_at, id LIMIT 1`
 
-	// deleteAttempts: attempts_endpoint_started, then attempts_pkey. It
-	// and deleteDeliveries and deleteMessages delete their batch within
-	// the batch's span of ids (herald.least_id, greatest_id of the array,
-	// evaluated once): Postgres prunes no partition by an array, and each
-	// batch of DefaultBatchSize ids was looked up in every partition, 35
-	// at the default retention.
+	// inBatch and inSpanOfBatch follow a column of the history's
+	// partition key: its value is one of the ids of the statement's batch
+	// (a CTE with one row, ids), and it lies within their span
+	// (herald.least_id, greatest_id of the array, evaluated once).
+	// Postgres prunes no partition by an array, and each batch of
+	// DefaultBatchSize ids was looked up in every partition, 35 at the
+	// default retention; the span prunes the others as the statement runs.
+	inBatch       = ` = ANY ((SELECT ids FROM batch)::uuid[])`
+	inSpanOfBatch = ` BETWEEN herald.least_id((SELECT ids FROM batch)) AND herald.greatest_id((SELECT ids FROM batch))`
+
+	// deleteAttempts: attempts_endpoint_started, then attempts_pkey.
 	deleteAttempts = `WITH batch AS (SELECT ARRAY(
     SELECT a.id FROM herald.attempts a WHERE a.endpoint_id = $1 LIMIT $2) AS ids)
-DELETE FROM herald.attempts WHERE id = ANY ((SELECT ids FROM batch)::uuid[])
-  AND id BETWEEN herald.least_id((SELECT ids FROM batch)) AND herald.greatest_id((SELECT ids FROM batch))`
+DELETE FROM herald.attempts WHERE id` + inBatch + `
+  AND id` + inSpanOfBatch
 
 	// deleteReplayDeliveries: the endpoint's replays (replays_endpoint_created),
 	// then replay_deliveries_pkey, within the span of the batch's delivery
@@ -98,14 +103,14 @@ batch AS (SELECT ARRAY(
     LIMIT $2) AS ids)
 DELETE FROM herald.replay_deliveries rd
 WHERE rd.replay_id = ANY ((SELECT ids FROM replays)::uuid[])
-  AND rd.delivery_id = ANY ((SELECT ids FROM batch)::uuid[])
-  AND rd.delivery_id BETWEEN herald.least_id((SELECT ids FROM batch)) AND herald.greatest_id((SELECT ids FROM batch))`
+  AND rd.delivery_id` + inBatch + `
+  AND rd.delivery_id` + inSpanOfBatch
 
 	// deleteDeliveries: deliveries_endpoint_created, then deliveries_pkey.
 	deleteDeliveries = `WITH batch AS (SELECT ARRAY(
     SELECT d.id FROM herald.deliveries d WHERE d.endpoint_id = $1 LIMIT $2) AS ids)
-DELETE FROM herald.deliveries WHERE id = ANY ((SELECT ids FROM batch)::uuid[])
-  AND id BETWEEN herald.least_id((SELECT ids FROM batch)) AND herald.greatest_id((SELECT ids FROM batch))`
+DELETE FROM herald.deliveries WHERE id` + inBatch + `
+  AND id` + inSpanOfBatch
 
 	// deleteEndpoint deletes the endpoint once its history is gone; its
 	// secrets, rate limit, replays, receiver checks and ordered lines go
@@ -116,8 +121,8 @@ DELETE FROM herald.deliveries WHERE id = ANY ((SELECT ids FROM batch)::uuid[])
 	// deleteMessages: messages_tenant_created, then messages_pkey.
 	deleteMessages = `WITH batch AS (SELECT ARRAY(
     SELECT m.id FROM herald.messages m WHERE m.tenant_id = $1 LIMIT $2) AS ids)
-DELETE FROM herald.messages WHERE id = ANY ((SELECT ids FROM batch)::uuid[])
-  AND id BETWEEN herald.least_id((SELECT ids FROM batch)) AND herald.greatest_id((SELECT ids FROM batch))`
+DELETE FROM herald.messages WHERE id` + inBatch + `
+  AND id` + inSpanOfBatch
 
 	// deleteObjectVersions, deletePublishKeys, deleteIdempotencyRecords:
 	// their primary keys, which start with the tenant.
