@@ -37,13 +37,13 @@ ORDER BY created_at, id LIMIT $1`, MaxBatch)
 	historyplan.Check(t, pool, []historyplan.Query{
 		{Name: "delivery: load", SQL: loadDeliveries, Args: []any{batch.ids, now}, Setup: []string{lookUpByIndex, planOnce, inOneProcess}, OnePartition: []string{"deliveries", "messages"}, Backlog: []string{"lower"}},
 		{Name: "delivery: cancel one", SQL: cancelDelivery, Args: []any{s.DeliveryID, now, 0}},
-		{Name: "delivery: cancel a batch's", SQL: cancelDeliveries, Args: []any{batch.ids, now, 1}, OnePartition: []string{"deliveries"}},
-		{Name: "delivery: hand off", SQL: handOff, Args: []any{batch.ids, now, 1}, OnePartition: []string{"deliveries"}},
+		{Name: "delivery: cancel a batch's", SQL: cancelDeliveries, Args: []any{batch.ids[:MaxBatch], now, 1}, Uses: []string{"deliveries_pkey"}, OnePartition: []string{"deliveries"}},
+		{Name: "delivery: hand off", SQL: handOff, Args: []any{batch.ids[:MaxBatch], now, 1}, Uses: []string{"deliveries_pkey"}, OnePartition: []string{"deliveries"}},
 		{Name: "delivery: reload progress", SQL: reloadProgress, Args: []any{s.DeliveryID}},
 		{Name: "delivery: record an attempt", SQL: recordAttempt, Args: record, OnePartition: []string{"deliveries"}},
 		{Name: "delivery: record attempts", SQL: recordAttempts, Args: arrays, Setup: []string{lookUpByIndex, planOnce}, OnePartition: []string{"deliveries"}},
-		{Name: "delivery: still queued after a wait", SQL: selectStillQueued, Args: []any{batch.ids[:MaxBatch], 0}, OnePartition: []string{"deliveries"}},
-		{Name: "delivery: a replay's batch job still queued", SQL: selectStillQueued, Args: []any{replayed, 1}, OnePartition: []string{"deliveries"}, Spread: spread},
+		{Name: "delivery: still queued after a wait", SQL: selectStillQueued, Args: []any{batch.ids[:MaxBatch], 0}, Uses: []string{"deliveries_pkey"}, OnePartition: []string{"deliveries"}},
+		{Name: "delivery: a replay's batch job still queued", SQL: selectStillQueued, Args: []any{replayed, 1}, Uses: []string{"deliveries_pkey"}, OnePartition: []string{"deliveries"}, Spread: spread},
 		{Name: "delivery: lock settling lines", SQL: lockSettlingLines, Args: []any{batch.ids, batch.endpoints, objects}},
 	})
 }

@@ -574,11 +574,20 @@ func (w *Worker) stillQueued(ctx context.Context, ds []loaded, generation int) (
 	if err != nil {
 		return nil, fmt.Errorf("look again at %d deliveries after waiting for a slot: %w", len(ds), err)
 	}
-	ids, err := pgx.CollectRows(rows, pgx.RowTo[uuid.UUID])
-	if err != nil {
+	var (
+		queued []uuid.UUID
+		id     uuid.UUID
+		still  bool
+	)
+	if _, err := pgx.ForEachRow(rows, []any{&id, &still}, func() error {
+		if still {
+			queued = append(queued, id)
+		}
+		return nil
+	}); err != nil {
 		return nil, fmt.Errorf("look again at %d deliveries after waiting for a slot: %w", len(ds), err)
 	}
-	return slices.DeleteFunc(ds, func(d loaded) bool { return !slices.Contains(ids, d.id) }), nil
+	return slices.DeleteFunc(ds, func(d loaded) bool { return !slices.Contains(queued, d.id) }), nil
 }
 
 // admitted clears the count of holdBack once the job got a slot.

@@ -42,11 +42,11 @@ ORDER BY id LIMIT $3`, historyid.Bound(lastDay.Add(-72*time.Hour)), historyid.Bo
 	historyplan.Check(t, pool, []historyplan.Query{
 		{Name: "fan-out: claim messages", SQL: claimMessages, Args: []any{500, 2000}},
 		{Name: "fan-out: insert deliveries", SQL: insertDeliveries, Args: fanOut},
-		{Name: "reconciler: stranded deliveries", SQL: strandedDeliveries, Args: []any{ofFanOut}, OnePartition: []string{"deliveries"}},
-		{Name: "reconciler: lock pending", SQL: lockPending, Args: []any{ofFanOut}, OnePartition: []string{"deliveries"}},
+		{Name: "reconciler: stranded deliveries", SQL: strandedDeliveries, Args: []any{ofFanOut}, Uses: []string{"deliveries_pkey"}, OnePartition: []string{"deliveries"}},
+		{Name: "reconciler: lock pending", SQL: lockPending, Args: []any{ofFanOut}, Uses: []string{"deliveries_pkey"}, OnePartition: []string{"deliveries"}},
 		{Name: "reconciler: take over", SQL: takeOver, Args: []any{ofFanOut}, OnePartition: []string{"deliveries"}},
-		{Name: "reconciler: stranded retries", SQL: strandedDeliveries, Args: []any{ofRetries}, OnePartition: []string{"deliveries"}, Spread: spread},
-		{Name: "reconciler: lock pending retries", SQL: lockPending, Args: []any{ofRetries}, OnePartition: []string{"deliveries"}, Spread: spread},
+		{Name: "reconciler: stranded retries", SQL: strandedDeliveries, Args: []any{ofRetries}, Uses: []string{"deliveries_pkey"}, OnePartition: []string{"deliveries"}, Spread: spread},
+		{Name: "reconciler: lock pending retries", SQL: lockPending, Args: []any{ofRetries}, Uses: []string{"deliveries_pkey"}, OnePartition: []string{"deliveries"}, Spread: spread},
 		{Name: "reconciler: take over retries", SQL: takeOver, Args: []any{ofRetries}, OnePartition: []string{"deliveries"}, Spread: spread},
 	})
 }

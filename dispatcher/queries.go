@@ -157,10 +157,18 @@ LIMIT $3`
 	// river_job_live_delivery), in id order, with their endpoints and
 	// generations. A delivery waiting in its ordered line behind the head
 	// has no job by rule (see delivery.JoinLines): it is not stranded, and
-	// gets its job when it becomes the head.
+	// gets its job when it becomes the head. Most of a step's deliveries
+	// are settled (their jobs ended); it and lockPending look them up by
+	// primary key and test the status with IS NOT DISTINCT FROM (=, for a
+	// status that is never null), which the planner cannot match with the
+	// predicate of deliveries_pending: with = it read the partial index of
+	// each partition of the step's span whole, the whole backlog of a
+	// replay or of a dead endpoint, for every step (see
+	// delivery.cancelDeliveries).
 	strandedDeliveries = `SELECT d.id, d.endpoint_id, d.generation
 FROM herald.deliveries d
-WHERE d.id = ANY($1) AND d.id BETWEEN herald.least_id($1) AND herald.greatest_id($1) AND d.status = 'pending'
+WHERE d.id = ANY($1) AND d.id BETWEEN herald.least_id($1) AND herald.greatest_id($1)
+  AND d.status IS NOT DISTINCT FROM 'pending'
   AND NOT EXISTS (SELECT FROM herald.ordered_waiting w WHERE w.delivery_id = d.id)
   AND NOT EXISTS (
       SELECT FROM herald.river_job j
@@ -172,7 +180,8 @@ ORDER BY d.id`
 	// lockPending locks those of the deliveries $1 that are pending, in id
 	// order as every writer of deliveries does.
 	lockPending = `SELECT id FROM herald.deliveries
-WHERE id = ANY($1) AND id BETWEEN herald.least_id($1) AND herald.greatest_id($1) AND status = 'pending'
+WHERE id = ANY($1) AND id BETWEEN herald.least_id($1) AND herald.greatest_id($1)
+  AND status IS NOT DISTINCT FROM 'pending'
 ORDER BY id FOR UPDATE`
 
 	// takeOver makes the deliveries $1 the business of the jobs inserted
