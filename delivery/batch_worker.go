@@ -87,7 +87,7 @@ func (b *BatchWorker) Work(ctx context.Context, job *river.Job[BatchArgs]) (err 
 		return nil
 	}
 	w.inflight.learn(endpoint, todo[0].tenantID, todo[0].tenantMaxInflight, todo[0].unanswered)
-	if generation > 0 {
+	if generation > 0 && !job.Args.Quiet {
 		if err := w.checkAlone(ctx, job.JobRow, todo...); err != nil {
 			return err
 		}

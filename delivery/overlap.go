@@ -21,7 +21,9 @@ import (
 // that starts after the requeue sees the new generation and ends without
 // sending, so once the new job has found none running, none can start.
 // A batch job checks only when it carries a requeue (generation above 0):
-// the fan-out's batches are the first jobs their deliveries have.
+// the fan-out's batches are the first jobs their deliveries have. A
+// replay's batch job of deliveries that had settled long before does not
+// check either (BatchArgs.Quiet).
 const EarlierAttemptSnooze = time.Second
 
 // checkAlone returns a snooze of EarlierAttemptSnooze while a job other

@@ -49,7 +49,7 @@ func (b *testBundle) requeue(t *testing.T, ctx context.Context, jobs replay.Inse
 		started, err = replay.StartTx(ctx, tx, jobs, replay.Params{EndpointID: endpoint, Since: time.Now().Add(-time.Hour), OnlyFailed: true})
 		return err
 	}))
-	w := replay.NewWorker(b.pool, 0, slog.New(slog.DiscardHandler))
+	w := replay.NewWorker(b.pool, 0, 0, slog.New(slog.DiscardHandler))
 	for more := true; more; {
 		var err error
 		more, err = w.Step(ctx, jobs, started.ID)

@@ -270,7 +270,7 @@ func New(cfg Config) (*Dispatcher, error) {
 	}
 	// Replays (package replay) run on the delivery queue, so every
 	// dispatcher works them.
-	if err := river.AddWorkerSafely(workers, replay.NewWorker(cfg.Pool, 0, logger)); err != nil {
+	if err := river.AddWorkerSafely(workers, replay.NewWorker(cfg.Pool, 0, rescueAfter, logger)); err != nil {
 		return nil, fmt.Errorf("dispatcher: %w", err)
 	}
 	// Erasures of endpoints and tenants too (package erasure).

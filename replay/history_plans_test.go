@@ -31,8 +31,8 @@ func TestHistoryQueriesUseIndexes(t *testing.T) {
 		{Name: "resend: lock the delivery", SQL: lockDelivery, Args: []any{s.MessageID, s.EndpointID}, OnePartition: []string{"deliveries"}},
 		{Name: "replay: count the selection", SQL: insertReplay, Args: []any{uuid.New(), s.TenantID, s.EndpointID, since, until, false}},
 		{Name: "replay: count the failed selection", SQL: insertReplay, Args: []any{uuid.New(), s.TenantID, s.EndpointID, since, until, true}},
-		{Name: "replay: first batch", SQL: nextBatch, Args: []any{s.EndpointID, since.Add(-time.Microsecond), uuid.Max, until, DefaultBatchSize, false}, IndexConds: []string{"ROW(created_at, id) > ROW("}},
-		{Name: "replay: next batch, only failed", SQL: nextBatch, Args: []any{s.EndpointID, s.DeliveryAt, s.DeliveryID, until, DefaultBatchSize, true}, IndexConds: []string{"ROW(created_at, id) > ROW("}},
+		{Name: "replay: first batch", SQL: nextBatch, Args: []any{s.EndpointID, since.Add(-time.Microsecond), uuid.Max, until, DefaultBatchSize, false, DefaultQuietAfter.Seconds()}, IndexConds: []string{"ROW(created_at, id) > ROW("}},
+		{Name: "replay: next batch, only failed", SQL: nextBatch, Args: []any{s.EndpointID, s.DeliveryAt, s.DeliveryID, until, DefaultBatchSize, true, DefaultQuietAfter.Seconds()}, IndexConds: []string{"ROW(created_at, id) > ROW("}},
 		// Its done count walks the endpoint's pending deliveries, not
 		// every delivery of the replay.
 		{Name: "replay: progress", SQL: selectReplay, Args: []any{s.TenantID, s.EndpointID, s.ReplayID}, Uses: []string{"deliveries_pending"}},

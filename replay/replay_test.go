@@ -194,7 +194,7 @@ func (b *testBundle) start(t *testing.T, p replay.Params) replay.Replay {
 func (b *testBundle) run(t *testing.T, id uuid.UUID, batch int) replay.Replay {
 	t.Helper()
 	for {
-		more, err := replay.NewWorker(b.pool, batch, nil).Step(b.ctx, b.jobs, id)
+		more, err := replay.NewWorker(b.pool, batch, 0, nil).Step(b.ctx, b.jobs, id)
 		require.NoError(t, err)
 		if !more {
 			break
@@ -254,6 +254,28 @@ func TestReplayQueuesEverythingInRangeOnce(t *testing.T) {
 	require.ErrorIs(t, err, replay.ErrReplayNotFound)
 }
 
+// A replay's batch job is quiet (delivery.BatchArgs.Quiet: it sends
+// without looking for an earlier attempt in flight) only when each of its
+// deliveries was left alone for the worker's quiet period before the
+// replay: one cancelled a moment ago may still be in flight in the job
+// that had it when its endpoint was disabled.
+func TestReplayBatchJobIsQuietOnlyForLongSettledDeliveries(t *testing.T) {
+	t.Parallel()
+	b := setup(t)
+	now := time.Now()
+	_, old := b.message(t, "acme", now.Add(-3*time.Hour), "succeeded")
+	b.exec(t, "UPDATE herald.deliveries SET updated_at = $2, completed_at = $2 WHERE id = $1", old, now.Add(-2*time.Hour))
+	_, recent := b.message(t, "acme", now.Add(-2*time.Hour), "cancelled")
+
+	r := b.run(t, b.start(t, replay.Params{EndpointID: b.endpoint, Since: now.Add(-4 * time.Hour)}).ID, 1)
+	require.Equal(t, 2, r.Enqueued)
+	for d, want := range map[uuid.UUID]bool{old: true, recent: false} {
+		var quiet bool
+		require.NoError(t, b.pool.QueryRow(b.ctx, `SELECT coalesce((args->>'quiet')::bool, false) `+deliveryJobs, d).Scan(&quiet))
+		require.Equal(t, want, quiet, "delivery settled at %s", map[bool]string{true: "two hours ago", false: "now"}[want])
+	}
+}
+
 // A completed replay's job watches its deliveries drain and marks the
 // replay drained when none is pending; its progress is then its enqueued
 // count, read without counting the endpoint's pending deliveries (whose
@@ -271,7 +293,7 @@ func TestCompletedReplayIsMarkedDrained(t *testing.T) {
 	}
 	r := b.run(t, b.start(t, replay.Params{EndpointID: b.endpoint, Since: now.Add(-time.Hour)}).ID, 10)
 	require.Equal(t, "completed", r.Status)
-	w := replay.NewWorker(b.pool, 10, nil)
+	w := replay.NewWorker(b.pool, 10, 0, nil)
 	drained := func() bool {
 		t.Helper()
 		var at *time.Time

@@ -48,25 +48,41 @@ type DB interface {
 	Begin(ctx context.Context) (pgx.Tx, error)
 }
 
+// DefaultQuietAfter is Worker's quiet period when none is given: the
+// dispatcher's default for how long a job may run before River takes it
+// for dead (dispatcher.DefaultRescueStuckJobsAfter).
+const DefaultQuietAfter = 3 * time.Minute
+
 // Worker walks replays. Register it with the dispatcher's River client.
 type Worker struct {
 	river.WorkerDefaults[Args]
 	db        DB
 	batchSize int
-	logger    *slog.Logger
+	// quietAfter is how long a delivery must have been left alone (not
+	// updated, nor completed) for its replay's batch job to be Quiet
+	// (delivery.BatchArgs): an attempt is in flight only while its job
+	// runs, and a job that loaded the delivery before it settled has
+	// ended by then, or is taken for dead.
+	quietAfter time.Duration
+	logger     *slog.Logger
 }
 
 // NewWorker returns a Worker on db. batchSize is how many deliveries a
-// transaction handles; zero means DefaultBatchSize. A nil logger means
+// transaction handles; zero means DefaultBatchSize. quietAfter must be at
+// least the longest a delivery job may run (the dispatcher's
+// RescueStuckJobsAfter); zero means DefaultQuietAfter. A nil logger means
 // slog.Default().
-func NewWorker(db DB, batchSize int, logger *slog.Logger) *Worker {
+func NewWorker(db DB, batchSize int, quietAfter time.Duration, logger *slog.Logger) *Worker {
 	if batchSize <= 0 {
 		batchSize = DefaultBatchSize
+	}
+	if quietAfter <= 0 {
+		quietAfter = DefaultQuietAfter
 	}
 	if logger == nil {
 		logger = slog.Default()
 	}
-	return &Worker{db: db, batchSize: batchSize, logger: logger}
+	return &Worker{db: db, batchSize: batchSize, quietAfter: quietAfter, logger: logger}
 }
 
 // Work queues the replay's deliveries batch by batch until none is left,
@@ -141,6 +157,7 @@ type walked struct {
 	id        uuid.UUID
 	createdAt time.Time
 	selected  bool
+	quiet     bool
 }
 
 // requeuedDelivery is a row of requeueBatch.
@@ -182,23 +199,25 @@ func (w *Worker) step(ctx context.Context, jobs Inserter, replayID uuid.UUID) (b
 	if cursorAt != nil && cursorID != nil {
 		after, afterID = *cursorAt, *cursorID
 	}
-	rows, err := tx.Query(ctx, nextBatch, endpointID, after, afterID, until, w.batchSize, onlyFailed)
+	rows, err := tx.Query(ctx, nextBatch, endpointID, after, afterID, until, w.batchSize, onlyFailed, w.quietAfter.Seconds())
 	if err != nil {
 		return false, err
 	}
 	var (
 		batch     []uuid.UUID
 		messages  []uuid.UUID // of batch
+		quiet     = map[uuid.UUID]bool{}
 		last      walked
 		walkedAny bool
 		row       walked
 		messageID uuid.UUID
 	)
-	if _, err := pgx.ForEachRow(rows, []any{&row.id, &messageID, &row.createdAt, &row.selected}, func() error {
+	if _, err := pgx.ForEachRow(rows, []any{&row.id, &messageID, &row.createdAt, &row.selected, &row.quiet}, func() error {
 		walkedAny, last = true, row
 		if row.selected {
 			batch = append(batch, row.id)
 			messages = append(messages, messageID)
+			quiet[row.id] = row.quiet
 		}
 		return nil
 	}); err != nil {
@@ -239,7 +258,7 @@ func (w *Worker) step(ctx context.Context, jobs Inserter, replayID uuid.UUID) (b
 		if err := joinLine(ctx, tx, jobs, ids, delivery.TriggerReplay); err != nil {
 			return false, err
 		}
-	} else if params := batchJobs(endpointID, queued); len(params) > 0 {
+	} else if params := batchJobs(endpointID, queued, quiet); len(params) > 0 {
 		if _, err := jobs.InsertManyTx(ctx, tx, params); err != nil {
 			return false, fmt.Errorf("queue %d delivery batch jobs: %w", len(params), err)
 		}
@@ -255,8 +274,9 @@ func (w *Worker) step(ctx context.Context, jobs Inserter, replayID uuid.UUID) (b
 // batch job sends its deliveries with as many of the endpoint's in-flight
 // slots as are free and records them together; a job per delivery left
 // all but the endpoint's cap of them snoozing in turn, and a replay of
-// 2,000 to one healthy endpoint took 16 s (about 125 a second).
-func batchJobs(endpointID uuid.UUID, queued []requeuedDelivery) []river.InsertManyParams {
+// 2,000 to one healthy endpoint took 16 s (about 125 a second). A job is
+// Quiet when all its deliveries are quiet (see Worker's quietAfter).
+func batchJobs(endpointID uuid.UUID, queued []requeuedDelivery, quiet map[uuid.UUID]bool) []river.InsertManyParams {
 	var (
 		params []river.InsertManyParams
 		open   = map[int]int{} // generation → index in params of its unfilled job
@@ -265,13 +285,14 @@ func batchJobs(endpointID uuid.UUID, queued []requeuedDelivery) []river.InsertMa
 		i, ok := open[d.Generation]
 		if !ok || len(params[i].Args.(delivery.BatchArgs).DeliveryIDs) == delivery.MaxBatch {
 			params = append(params, river.InsertManyParams{Args: delivery.BatchArgs{
-				EndpointID: endpointID, Trigger: delivery.TriggerReplay, Generation: d.Generation,
+				EndpointID: endpointID, Trigger: delivery.TriggerReplay, Generation: d.Generation, Quiet: true,
 			}})
 			i = len(params) - 1
 			open[d.Generation] = i
 		}
 		args := params[i].Args.(delivery.BatchArgs)
 		args.DeliveryIDs = append(args.DeliveryIDs, d.ID)
+		args.Quiet = args.Quiet && quiet[d.ID]
 		params[i].Args = args
 	}
 	return params
