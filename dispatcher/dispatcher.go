@@ -214,6 +214,8 @@ type Dispatcher struct {
 	grace         time.Duration
 	clock         *clockCheck
 	tracer        trace.Tracer // nil: no spans
+	worker        *delivery.Worker
+	ready         chan struct{}
 }
 
 // New checks cfg and builds a Dispatcher; nothing runs until Run.
@@ -352,6 +354,8 @@ func New(cfg Config) (*Dispatcher, error) {
 		grace:         cmp.Or(cfg.ShutdownGrace, DefaultShutdownGrace),
 		clock:         clock,
 		tracer:        tracer,
+		worker:        worker,
+		ready:         make(chan struct{}),
 	}, nil
 }
 
@@ -363,6 +367,7 @@ func New(cfg Config) (*Dispatcher, error) {
 func (d *Dispatcher) Run(ctx context.Context) error {
 	// Before anything is signed.
 	d.clock.check(ctx)
+	d.warmConnections(ctx)
 	// River stops when told to, not when ctx ends, so that stopping can
 	// be graceful.
 	if err := d.river.Start(context.WithoutCancel(ctx)); err != nil {
@@ -373,11 +378,19 @@ func (d *Dispatcher) Run(ctx context.Context) error {
 		defer close(checking)
 		d.clock.run(ctx)
 	}()
+	close(d.ready)
 	d.logger.InfoContext(ctx, "dispatcher started")
 	d.fanOutLoop(ctx)
 	err := d.stop()
 	<-checking
 	return err
+}
+
+// Ready is closed once Run has warmed the pool's connections and started
+// River: from then on the dispatcher takes jobs, and leads the fan-out or
+// waits to (cmd/dispatcher serves it at /readyz).
+func (d *Dispatcher) Ready() <-chan struct{} {
+	return d.ready
 }
 
 func (d *Dispatcher) stop() error {

@@ -134,7 +134,7 @@ func run(args []string) error {
 	if allowed := guard.Allowed(); len(allowed) > 0 {
 		logger.Info("SSRF guard lets these blocked ranges through", "allow_cidrs", allowed)
 	}
-	stopMetrics, err := serveMetrics(logger, s.metricsAddr, registry)
+	stopMetrics, err := serveMetrics(ctx, logger, s.metricsAddr, registry, d.Ready())
 	if err != nil {
 		return err
 	}

@@ -9,6 +9,7 @@ import (
 	"os"
 	"os/exec"
 	"regexp"
+	"strings"
 	"sync"
 	"syscall"
 	"testing"
@@ -241,6 +242,40 @@ JOIN herald.endpoints e ON e.id = d.endpoint_id WHERE d.message_id = $1 AND d.en
 	require.Eventually(t, func() bool { return b.status(t, ctx, message) == "succeeded" }, time.Minute, 100*time.Millisecond)
 	require.Equal(t, 1, r.Count())
 	require.NoError(t, signing.Verifier{Secrets: []signing.Secret{secret}}.Verify(r.Requests()[0].Header, r.Requests()[0].Body))
+}
+
+// A dispatcher says at /readyz, beside its metrics, when it takes jobs: after
+// it has warmed its connections (logged with how many) and started River;
+// and no longer once it is stopping.
+func TestReadyzSaysWhenTheDispatcherTakesJobs(t *testing.T) {
+	t.Parallel()
+	b, ctx := setup(t)
+	r := webhooktest.NewReceiver(t, webhooktest.Status(http.StatusOK))
+	b.endpoint(t, ctx, r.URL)
+	p := b.start(t, "HERALD_METRICS_ADDR=127.0.0.1:0", "HERALD_SHUTDOWN_GRACE=3s")
+	readyz := "http://" + p.logged(t, regexp.MustCompile(`msg="serving metrics" addr=(\S+)`)) + "/readyz"
+	require.Eventually(t, func() bool { return readiness(t, readyz) == "200 ready" }, 30*time.Second, 20*time.Millisecond)
+	require.Equal(t, "5", p.logged(t, regexp.MustCompile(`msg="database connections warmed" connections=(\d+)`)), "every connection of the pool (HERALD_MAX_CONNS)")
+	message := b.publish(t, ctx)
+	require.Eventually(t, func() bool { return b.status(t, ctx, message) == "succeeded" }, 30*time.Second, 20*time.Millisecond)
+
+	require.NoError(t, p.cmd.Process.Signal(syscall.SIGTERM))
+	require.Eventually(t, func() bool { return readiness(t, readyz) != "200 ready" }, 10*time.Second, 5*time.Millisecond, "still ready while stopping")
+	require.NoError(t, p.wait(t, 30*time.Second))
+}
+
+// readiness returns the status code and body of a GET of url, or "" when
+// nothing answers.
+func readiness(t *testing.T, url string) string {
+	t.Helper()
+	resp, err := http.Get(url)
+	if err != nil {
+		return ""
+	}
+	defer resp.Body.Close()
+	body, err := io.ReadAll(resp.Body)
+	require.NoError(t, err)
+	return fmt.Sprintf("%d %s", resp.StatusCode, strings.TrimSpace(string(body)))
 }
 
 // logged waits for a line of p's output that matches re and returns the

@@ -3,6 +3,7 @@ package main
 import (
 	"context"
 	"fmt"
+	"io"
 	"log/slog"
 	"net"
 	"net/http"
@@ -29,9 +30,12 @@ func newRegistry() *prometheus.Registry {
 	return registry
 }
 
-// serveMetrics serves registry at /metrics on addr and returns the
-// function that stops serving. An empty addr serves nothing.
-func serveMetrics(logger *slog.Logger, addr string, registry *prometheus.Registry) (stop func(), err error) {
+// serveMetrics serves registry at /metrics on addr, and at /readyz
+// whether the dispatcher takes jobs: 200 once ready is closed, 503 before
+// (while it warms its connections) and once ctx is done (it is stopping).
+// It returns the function that stops serving. An empty addr serves
+// nothing.
+func serveMetrics(ctx context.Context, logger *slog.Logger, addr string, registry *prometheus.Registry, ready <-chan struct{}) (stop func(), err error) {
 	if addr == "" {
 		return func() {}, nil
 	}
@@ -41,12 +45,25 @@ func serveMetrics(logger *slog.Logger, addr string, registry *prometheus.Registr
 	}
 	mux := http.NewServeMux()
 	mux.Handle("GET /metrics", promhttp.HandlerFor(registry, promhttp.HandlerOpts{}))
+	mux.HandleFunc("GET /readyz", func(w http.ResponseWriter, _ *http.Request) {
+		w.Header().Set("Content-Type", "text/plain; charset=utf-8")
+		switch {
+		case ctx.Err() != nil:
+			w.WriteHeader(http.StatusServiceUnavailable)
+			_, _ = io.WriteString(w, "stopping\n")
+		case isClosed(ready):
+			_, _ = io.WriteString(w, "ready\n")
+		default:
+			w.WriteHeader(http.StatusServiceUnavailable)
+			_, _ = io.WriteString(w, "starting\n")
+		}
+	})
 	srv := &http.Server{
 		Handler:           mux,
 		ReadHeaderTimeout: 10 * time.Second,
 		ErrorLog:          slog.NewLogLogger(logger.Handler(), slog.LevelWarn),
 	}
-	logger.Info("serving metrics", "addr", ln.Addr().String(), "path", "/metrics")
+	logger.Info("serving metrics", "addr", ln.Addr().String(), "path", "/metrics", "readiness", "/readyz")
 	done := make(chan struct{})
 	go func() {
 		defer close(done)
@@ -58,4 +75,13 @@ func serveMetrics(logger *slog.Logger, addr string, registry *prometheus.Registr
 		_ = srv.Shutdown(ctx)
 		<-done
 	}, nil
+}
+
+func isClosed(c <-chan struct{}) bool {
+	select {
+	case <-c:
+		return true
+	default:
+		return false
+	}
 }
