@@ -259,7 +259,7 @@ func (r *runner) probe(ctx context.Context, st *stage, key string, endpointID uu
 	if err := prod.publishAll(ctx, first); err != nil {
 		return a, err
 	}
-	d, err := r.cfg.StartDispatcher(ctx, st.url, key, "")
+	d, err := r.startDispatcher(ctx, "aged probe", st.url, key, "")
 	if err != nil {
 		return a, err
 	}
@@ -291,7 +291,17 @@ func (r *runner) probe(ctx context.Context, st *stage, key string, endpointID uu
 	a.ReplayPerSecond = float64(replayed) / time.Since(start).Seconds()
 	a.BatchFirstMS, a.BatchLastMS = walk.tenths()
 
-	// The pages, with the system quiet.
+	// The pages, with the system quiet: once the replay's job has seen
+	// its deliveries settle and marked it drained (replay.Worker), as a
+	// person would find it after a replay. A view in the second before
+	// (the last recordings, the mark) counts what is still pending among
+	// the endpoint's pending deliveries, through the index entries the
+	// replay's settled ones left: 395 ms on 5,000,000 once.
+	arrivedAt := time.Now()
+	if err := r.waitDrained(ctx, pool, created.ID); err != nil {
+		return a, fmt.Errorf("replay: %w", err)
+	}
+	r.progressf("aged: the replay was marked drained %.1f s after its last delivery arrived", time.Since(arrivedAt).Seconds())
 	urls := map[string]string{
 		pageMetrics:        server.URL + "/metrics",
 		pageAPIMessages:    server.URL + "/v1/tenants/" + agedTenant + "/messages?status=failed&endpoint_id=" + endpointID.String(),
@@ -456,6 +466,28 @@ func (r *runner) watchReplay(ctx context.Context, pool *pgxpool.Pool, id string,
 		case <-ctx.Done():
 			return w, ctx.Err()
 		case <-time.After(5 * time.Millisecond):
+		}
+	}
+}
+
+// waitDrained waits until the replay id is marked drained.
+func (r *runner) waitDrained(ctx context.Context, pool *pgxpool.Pool, id string) error {
+	deadline := time.Now().Add(r.cfg.MaxDrain)
+	for {
+		var drained bool
+		if err := pool.QueryRow(ctx, `SELECT drained_at IS NOT NULL FROM herald.replays WHERE id = $1`, id).Scan(&drained); err != nil {
+			return err
+		}
+		if drained {
+			return nil
+		}
+		if time.Now().After(deadline) {
+			return fmt.Errorf("not marked drained within %s of its last delivery's arrival", r.cfg.MaxDrain)
+		}
+		select {
+		case <-ctx.Done():
+			return ctx.Err()
+		case <-time.After(20 * time.Millisecond):
 		}
 	}
 }

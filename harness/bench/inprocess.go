@@ -114,7 +114,14 @@ func InProcess(opts InProcessOptions) StartDispatcher {
 			stopRelay()
 			p.runErr = errors.Join(err, <-relayed)
 		}()
-		return p, nil
+		// As ProcessDispatcher, once it takes jobs.
+		select {
+		case <-d.Ready():
+			return p, nil
+		case <-p.done:
+			release()
+			return nil, fmt.Errorf("dispatcher stopped before it was ready: %w", p.runErr)
+		}
 	}
 }
 

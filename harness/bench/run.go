@@ -217,6 +217,18 @@ func (s *stage) close(ctx context.Context) error {
 	return s.drop()
 }
 
+// startDispatcher starts the dispatcher for the run named name and says
+// how long it took to be ready (see StartDispatcher).
+func (r *runner) startDispatcher(ctx context.Context, name, url, key, source string) (RunningDispatcher, error) {
+	start := time.Now()
+	d, err := r.cfg.StartDispatcher(ctx, url, key, source)
+	if err != nil {
+		return nil, err
+	}
+	r.progressf("%s: dispatcher ready in %.1f s", name, time.Since(start).Seconds())
+	return d, nil
+}
+
 // herald runs one scenario through Herald. With hang, the scenario's
 // hanging endpoints hang; without, they answer at once (the isolation
 // control). Either way their deliveries are not measured.
@@ -307,7 +319,7 @@ func (r *runner) heraldOn(ctx context.Context, st *stage, s Scenario, hang bool,
 	publishStart := time.Now()
 	switch {
 	case s.Load != "":
-		if d, err = r.cfg.StartDispatcher(ctx, st.url, key, source); err != nil {
+		if d, err = r.startDispatcher(ctx, s.Name, st.url, key, source); err != nil {
 			return Result{}, err
 		}
 		progress.watch(d)
@@ -318,7 +330,7 @@ func (r *runner) heraldOn(ctx context.Context, st *stage, s Scenario, hang bool,
 			err = gen.wait(ctx)
 		}
 	case s.Rate > 0:
-		if d, err = r.cfg.StartDispatcher(ctx, st.url, key, source); err != nil {
+		if d, err = r.startDispatcher(ctx, s.Name, st.url, key, source); err != nil {
 			return Result{}, err
 		}
 		progress.watch(d)
@@ -343,7 +355,7 @@ func (r *runner) heraldOn(ctx context.Context, st *stage, s Scenario, hang bool,
 		return Result{}, err
 	}
 	if d == nil {
-		if d, err = r.cfg.StartDispatcher(ctx, st.url, key, source); err != nil {
+		if d, err = r.startDispatcher(ctx, s.Name, st.url, key, source); err != nil {
 			return Result{}, err
 		}
 		progress.watch(d)

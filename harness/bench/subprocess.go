@@ -4,6 +4,8 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"net"
+	"net/http"
 	"os"
 	"os/exec"
 	"slices"
@@ -23,18 +25,78 @@ const stopTimeout = 45 * time.Second
 // (HERALD_DATABASE_URL, HERALD_SECRET_KEY, HERALD_ALLOW_CIDRS), with
 // migrations off: the bench database is migrated already. A source adds
 // --source-database-url SourceName=source.
+//
+// It returns once the dispatcher says it takes jobs (/readyz on its
+// metrics listener, HERALD_METRICS_ADDR on a free loopback port): a run's
+// clock starts there, not while the process starts and warms its
+// connections.
 func ProcessDispatcher(path string, args ...string) StartDispatcher {
 	return func(ctx context.Context, url, secretKey, source string) (RunningDispatcher, error) {
 		args := args
 		if source != "" {
 			args = append(slices.Clip(args), "--source-database-url", SourceName+"="+source)
 		}
-		return startProcess("dispatcher", path, args,
+		addr, err := freeLoopbackAddr()
+		if err != nil {
+			return nil, fmt.Errorf("a port for the dispatcher's metrics: %w", err)
+		}
+		p, err := startProcess("dispatcher", path, args,
 			"HERALD_DATABASE_URL="+url,
 			"HERALD_SECRET_KEY="+secretKey,
 			"HERALD_ALLOW_CIDRS="+LoopbackCIDR,
 			"HERALD_MIGRATE=false",
+			"HERALD_METRICS_ADDR="+addr,
 		)
+		if err != nil {
+			return nil, err
+		}
+		if err := p.waitReady(ctx, "http://"+addr+"/readyz"); err != nil {
+			_, _ = p.Stop(context.WithoutCancel(ctx))
+			return nil, err
+		}
+		return p, nil
+	}
+}
+
+// readyTimeout bounds the wait for a started dispatcher to take jobs.
+const readyTimeout = 2 * time.Minute
+
+// freeLoopbackAddr returns a loopback address with a port nothing listens
+// on now.
+func freeLoopbackAddr() (string, error) {
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		return "", err
+	}
+	defer ln.Close()
+	return ln.Addr().String(), nil
+}
+
+// waitReady polls url until it answers 200, the process exits, or
+// readyTimeout passes.
+func (p *process) waitReady(ctx context.Context, url string) error {
+	ctx, cancel := context.WithTimeout(ctx, readyTimeout)
+	defer cancel()
+	tick := time.NewTicker(10 * time.Millisecond)
+	defer tick.Stop()
+	for {
+		req, err := http.NewRequestWithContext(ctx, http.MethodGet, url, nil)
+		if err != nil {
+			return err
+		}
+		if resp, err := http.DefaultClient.Do(req); err == nil {
+			_ = resp.Body.Close()
+			if resp.StatusCode == http.StatusOK {
+				return nil
+			}
+		}
+		select {
+		case <-p.exited:
+			return p.exitError()
+		case <-ctx.Done():
+			return fmt.Errorf("%s did not say it was ready at %s within %s: %w. Its last output:\n%s", p.name, url, readyTimeout, ctx.Err(), p.output.String())
+		case <-tick.C:
+		}
 	}
 }
 
