@@ -331,10 +331,11 @@ var newDeliveryColumns = []unnest.Column[newDelivery]{
 // with a delivery to create for each of their subscribed endpoints whose
 // filter they pass (filters compiled through filters): a skipped one when
 // the endpoint is disabled.
-//
-// The claim runs with the plan its connection made the first time
-// (claimPlanOnce), in the round trip that sets and resets that.
 func claim(ctx context.Context, tx pgx.Tx, limit, deliveries int, filters *filterCache) (claimed, error) {
+	rows, err := tx.Query(ctx, claimMessages, limit, deliveries)
+	if err != nil {
+		return claimed{}, fmt.Errorf("claim messages: %w", err)
+	}
 	var (
 		b           claimed
 		messageID   uuid.UUID
@@ -348,56 +349,50 @@ func claim(ctx context.Context, tx pgx.Tx, limit, deliveries int, filters *filte
 		seen        = make(map[uuid.UUID]bool)
 		current     messageFilter
 	)
-	var batch pgx.Batch
-	batch.Queue(claimPlanOnce)
-	batch.Queue(claimMessages, limit, deliveries).Query(func(rows pgx.Rows) error {
-		_, err := pgx.ForEachRow(rows, []any{&messageID, &tenantID, &traceparent, &endpointID, &enabled, &ordered, &filterSrc, &body, &b.more}, func() error {
-			if !seen[messageID] {
-				seen[messageID] = true
-				b.messages++
-				if traceparent != nil {
-					b.traced = append(b.traced, tracedMessage{id: messageID, traceparent: *traceparent})
-				}
-				// The body comes on the message's first row, and only when
-				// one of its endpoints has a filter.
-				current = messageFilter{cache: filters}
-				if body != nil {
-					current.body = []byte(*body)
-				}
-			}
-			if endpointID == nil {
-				return nil // no endpoint subscribes to it
-			}
-			if filterSrc != nil && !current.passes(*endpointID, *filterSrc) {
-				return nil // filtered out: no delivery
-			}
+	_, err = pgx.ForEachRow(rows, []any{&messageID, &tenantID, &traceparent, &endpointID, &enabled, &ordered, &filterSrc, &body, &b.more}, func() error {
+		if !seen[messageID] {
+			seen[messageID] = true
+			b.messages++
 			if traceparent != nil {
-				b.traced[len(b.traced)-1].endpoints++
+				b.traced = append(b.traced, tracedMessage{id: messageID, traceparent: *traceparent})
 			}
-			// The delivery lives in its message's partitions (package historyid).
-			id, err := historyid.Child(messageID)
-			if err != nil {
-				return fmt.Errorf("delivery id: %w", err)
+			// The body comes on the message's first row, and only when
+			// one of its endpoints has a filter.
+			current = messageFilter{cache: filters}
+			if body != nil {
+				current.body = []byte(*body)
 			}
-			status := deliverystatus.Pending
-			switch {
-			case ordered:
-				// Disabling holds an ordered endpoint's lines: the delivery
-				// joins its line, which resumes when the endpoint is enabled.
-				if b.ordered == nil {
-					b.ordered = make(map[uuid.UUID]bool)
-				}
-				b.ordered[*endpointID] = true
-			case !enabled:
-				status = deliverystatus.Skipped
+		}
+		if endpointID == nil {
+			return nil // no endpoint subscribes to it
+		}
+		if filterSrc != nil && !current.passes(*endpointID, *filterSrc) {
+			return nil // filtered out: no delivery
+		}
+		if traceparent != nil {
+			b.traced[len(b.traced)-1].endpoints++
+		}
+		// The delivery lives in its message's partitions (package historyid).
+		id, err := historyid.Child(messageID)
+		if err != nil {
+			return fmt.Errorf("delivery id: %w", err)
+		}
+		status := deliverystatus.Pending
+		switch {
+		case ordered:
+			// Disabling holds an ordered endpoint's lines: the delivery
+			// joins its line, which resumes when the endpoint is enabled.
+			if b.ordered == nil {
+				b.ordered = make(map[uuid.UUID]bool)
 			}
-			b.deliveries = append(b.deliveries, newDelivery{id: id, messageID: messageID, endpointID: *endpointID, tenantID: tenantID, status: status})
-			return nil
-		})
-		return err
+			b.ordered[*endpointID] = true
+		case !enabled:
+			status = deliverystatus.Skipped
+		}
+		b.deliveries = append(b.deliveries, newDelivery{id: id, messageID: messageID, endpointID: *endpointID, tenantID: tenantID, status: status})
+		return nil
 	})
-	batch.Queue(claimPlanAsUsual)
-	if err := tx.SendBatch(ctx, &batch).Close(); err != nil {
+	if err != nil {
 		return claimed{}, fmt.Errorf("claim messages: %w", err)
 	}
 	b.more = b.more || b.messages == limit

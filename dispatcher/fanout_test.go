@@ -153,32 +153,6 @@ func TestClaimTakesTenantsInTurn(t *testing.T) {
 	require.Len(t, dispatched, 31, "claiming again takes the rest")
 }
 
-// A claim runs with its connection's generic plan, planned once however
-// many partitions messages has, and leaves the transaction planning as
-// usual for the statements after it.
-func TestClaimPlansOncePerConnection(t *testing.T) {
-	t.Parallel()
-	ctx := t.Context()
-	pool := pgtest.NewPool(t)
-	conn, err := pool.Acquire(ctx)
-	require.NoError(t, err)
-	defer conn.Release()
-	for range 2 {
-		tx, err := conn.Begin(ctx)
-		require.NoError(t, err)
-		_, err = claim(ctx, tx, 10, WideFanOutLimit, newFilterCache(slog.New(slog.DiscardHandler)))
-		require.NoError(t, err)
-		var mode string
-		require.NoError(t, tx.QueryRow(ctx, `SHOW plan_cache_mode`).Scan(&mode))
-		require.Equal(t, "auto", mode, "after the claim")
-		require.NoError(t, tx.Rollback(ctx))
-	}
-	var generic, custom int
-	require.NoError(t, conn.QueryRow(ctx, `SELECT generic_plans, custom_plans FROM pg_prepared_statements WHERE statement = $1`, claimMessages).Scan(&generic, &custom))
-	require.Equal(t, 2, generic, "claims run with the generic plan")
-	require.Zero(t, custom)
-}
-
 // noisyAndQuiet returns a database with the tenants "noisy" and "quiet",
 // and a store on it.
 func noisyAndQuiet(t *testing.T) (*pgxpool.Pool, *store.Store) {

@@ -16,19 +16,6 @@ const (
 	// one and producers fetch once.
 	notifyJobsInserted = `SELECT pg_notify($1, $2)`
 
-	// claimPlanOnce has claimMessages run with the generic plan its
-	// connection made the first time, and claimPlanAsUsual ends that. Its
-	// conditions are on no partition key, so no plan of it prunes
-	// partitions when it is made, and planning it for every partition of
-	// messages cost more than running it: on 35 partitions (a 30-day
-	// retention) a claim of 500 was planned in 9 to 13 ms and ran in 27 to
-	// 32 ms, against 15 to 19 ms for the generic plan once made (57 ms,
-	// once); on the aged bench database the claim averaged 43 ms, against
-	// 7 ms on a fresh one, and the fan-out, one claim after another, is
-	// what every delivery waits for first.
-	claimPlanOnce    = `SELECT set_config('plan_cache_mode', 'force_generic_plan', true)`
-	claimPlanAsUsual = `RESET plan_cache_mode`
-
 	// claimMessages takes up to $1 undispatched messages that no other
 	// dispatcher holds, the tenants with a backlog in turn, marks them
 	// dispatched (effective when the transaction commits) and returns each
