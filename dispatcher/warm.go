@@ -8,11 +8,12 @@ import (
 	"golang.org/x/sync/errgroup"
 )
 
-// warmTimeout bounds warmConnections; warmParallel is how many connections
-// it warms at once.
+// warmTimeout bounds warmConnections, and warmAcquireTimeout each
+// connection it takes; warmParallel is how many it warms at once.
 const (
-	warmTimeout  = 30 * time.Second
-	warmParallel = 4
+	warmTimeout        = 30 * time.Second
+	warmAcquireTimeout = 2 * time.Second
+	warmParallel       = 4
 )
 
 // warmConnections opens every connection of the pool and has each plan the
@@ -23,7 +24,11 @@ const (
 // for the first 2 to 3 s of `steady-aged`. A failure is logged and the
 // dispatcher starts all the same: the connections then plan as they go.
 // Connections the pool opens later (one replaces another after its
-// lifetime) plan on their first job.
+// lifetime) plan on their first job, and so do connections that others
+// hold when the dispatcher starts (a pool it shares with the application
+// embedding it): it takes only those it can have without waiting, as
+// waiting for them held its start up for warmTimeout, with the rest of the
+// pool taken, while their holders could need one.
 func (d *Dispatcher) warmConnections(ctx context.Context) {
 	start := time.Now()
 	ctx, cancel := context.WithTimeout(ctx, warmTimeout)
@@ -35,9 +40,14 @@ func (d *Dispatcher) warmConnections(ctx context.Context) {
 		}
 	}()
 	for range cap(conns) {
-		c, err := d.pool.Acquire(ctx)
+		if st := d.pool.Stat(); st.TotalConns() >= st.MaxConns() && st.IdleConns() == 0 {
+			break // the rest are in use elsewhere
+		}
+		acquireCtx, cancel := context.WithTimeout(ctx, warmAcquireTimeout)
+		c, err := d.pool.Acquire(acquireCtx)
+		cancel()
 		if err != nil {
-			d.logger.WarnContext(ctx, "could not open every database connection before starting; the rest plan their statements on their first jobs", "opened", len(conns), "error", err)
+			d.logger.WarnContext(ctx, "could not take every database connection before starting; the rest plan their statements on their first jobs", "taken", len(conns), "error", err)
 			break
 		}
 		conns = append(conns, c)
