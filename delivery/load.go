@@ -86,6 +86,16 @@ func (w *Worker) load(ctx context.Context, id uuid.UUID) (loaded, error) {
 	return *found, nil
 }
 
+// queueLoad queues on batch loadDeliveries for ids with the planner
+// settings it runs under; loadMany and Warm share it, so that Warm plans
+// what loading runs.
+func queueLoad(batch *pgx.Batch, ids []uuid.UUID, now time.Time) *pgx.QueuedQuery {
+	batch.Queue(lookUpByIndex)
+	batch.Queue(planOnce)
+	batch.Queue(inOneProcess)
+	return batch.Queue(loadDeliveries, ids, now)
+}
+
 // loadMany reads the deliveries ids, in order; nil for one that does not
 // exist.
 func (w *Worker) loadMany(ctx context.Context, ids []uuid.UUID) ([]*loaded, error) {
@@ -95,10 +105,7 @@ func (w *Worker) loadMany(ctx context.Context, ids []uuid.UUID) ([]*loaded, erro
 		batch pgx.Batch
 		byID  = make(map[uuid.UUID]*loaded, len(ids))
 	)
-	batch.Queue(lookUpByIndex)
-	batch.Queue(planOnce)
-	batch.Queue(inOneProcess)
-	batch.Queue(loadDeliveries, ids, w.now()).Query(func(rows pgx.Rows) error {
+	queueLoad(&batch, ids, w.now()).Query(func(rows pgx.Rows) error {
 		var (
 			d                       loaded
 			next, expire            *time.Time

@@ -391,18 +391,29 @@ func insertAttempts(ctx context.Context, tx pgx.Tx, rows []recordRow) (map[uuid.
 	if len(rows) == 1 {
 		batch.Queue(recordAttempt, unnest.Values(rows[0], recordColumns...)...).Query(collect)
 	} else {
-		batch.Queue(lookUpByIndex)
-		batch.Queue(planOnce)
-		byID := func(a, b recordRow) int { return compareUUID(a.deliveryID, b.deliveryID) }
-		args := append(unnest.Arrays(rows, recordColumns...), slices.MinFunc(rows, byID).deliveryID, slices.MaxFunc(rows, byID).deliveryID)
-		batch.Queue(recordAttempts, args...).Query(collect)
-		batch.Queue(lookUpAsUsual)
-		batch.Queue(planAsUsual)
+		queueRecordings(&batch, rows).Query(collect)
 	}
 	if err := tx.SendBatch(ctx, &batch).Close(); err != nil {
 		return nil, err
 	}
 	return recorded, nil
+}
+
+// queueRecordings queues on batch recordAttempts for rows with the planner
+// settings it runs under, and their end; insertAttempts and Warm (for no
+// rows, whose span is uuid.Nil to uuid.Nil) share it.
+func queueRecordings(batch *pgx.Batch, rows []recordRow) *pgx.QueuedQuery {
+	least, greatest := uuid.Nil, uuid.Nil
+	if len(rows) > 0 {
+		byID := func(a, b recordRow) int { return compareUUID(a.deliveryID, b.deliveryID) }
+		least, greatest = slices.MinFunc(rows, byID).deliveryID, slices.MaxFunc(rows, byID).deliveryID
+	}
+	batch.Queue(lookUpByIndex)
+	batch.Queue(planOnce)
+	recorded := batch.Queue(recordAttempts, append(unnest.Arrays(rows, recordColumns...), least, greatest)...)
+	batch.Queue(lookUpAsUsual)
+	batch.Queue(planAsUsual)
+	return recorded
 }
 
 // tellHealth tells w's Health, in the transaction that recorded them, what

@@ -6,8 +6,6 @@ import (
 
 	"github.com/google/uuid"
 	"github.com/jackc/pgx/v5"
-
-	"github.com/heraldhq/herald/internal/unnest"
 )
 
 // Warm plans, on conn, the statements whose plan a connection keeps once it
@@ -28,11 +26,8 @@ func (w *Worker) Warm(ctx context.Context, conn *pgx.Conn) error {
 	}
 	defer func() { _ = tx.Rollback(context.WithoutCancel(ctx)) }()
 	var batch pgx.Batch
-	batch.Queue(lookUpByIndex)
-	batch.Queue(planOnce)
-	batch.Queue(inOneProcess)
-	batch.Queue(loadDeliveries, []uuid.UUID{}, w.now())
-	batch.Queue(recordAttempts, append(unnest.Arrays([]recordRow{}, recordColumns...), uuid.Nil, uuid.Nil)...)
+	queueLoad(&batch, []uuid.UUID{}, w.now())
+	queueRecordings(&batch, []recordRow{})
 	if err := tx.SendBatch(ctx, &batch).Close(); err != nil {
 		return fmt.Errorf("warm a connection: %w", err)
 	}

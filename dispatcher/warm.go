@@ -16,9 +16,9 @@ const (
 	warmParallel       = 4
 )
 
-// warmConnections opens every connection of the pool and has each plan the
-// delivery worker's statements (delivery.Worker.Warm) before River takes
-// jobs. A dispatcher started under load otherwise paid those plans on each
+// warmConnections opens the pool's free connections and has each plan
+// the delivery worker's statements (delivery.Worker.Warm) before River
+// takes jobs. A dispatcher started under load otherwise paid those plans on each
 // connection as its first jobs ran, when every job waits for the first
 // loads: on the aged bench database (35 partitions), deliveries stood still
 // for the first 2 to 3 s of `steady-aged`. A failure is logged and the

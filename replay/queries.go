@@ -86,10 +86,14 @@ RETURNING ` + replayColumns
 
 	// pendingOfReplay counts the deliveries of the replay in
 	// herald.replays' row that are pending (see replayColumns).
-	pendingOfReplay = `(SELECT count(*) FROM herald.deliveries d
+	pendingOfReplay = `(SELECT count(*) ` + replayPending + `)::int`
+
+	// replayPending are the pending deliveries of the replay in
+	// herald.replays' row, found among its endpoint's.
+	replayPending = `FROM herald.deliveries d
               WHERE d.endpoint_id = herald.replays.endpoint_id AND d.status = 'pending'
                 AND (SELECT true FROM herald.replay_deliveries rd
-                     WHERE rd.replay_id = herald.replays.id AND rd.delivery_id = d.id))::int`
+                     WHERE rd.replay_id = herald.replays.id AND rd.delivery_id = d.id)`
 
 	// selectDrain looks for a pending delivery of the replay $1 when it
 	// is completed and not seen drained, marks it drained when there is
@@ -100,11 +104,7 @@ RETURNING ` + replayColumns
 	// aged bench, took up to 3.5 s a look.
 	selectDrain = `
 WITH watched AS (
-    SELECT id, completed_at, (SELECT count(*) FROM (SELECT FROM herald.deliveries d
-              WHERE d.endpoint_id = herald.replays.endpoint_id AND d.status = 'pending'
-                AND (SELECT true FROM herald.replay_deliveries rd
-                     WHERE rd.replay_id = herald.replays.id AND rd.delivery_id = d.id)
-              LIMIT 1) p)::int AS pending
+    SELECT id, completed_at, (SELECT count(*) FROM (SELECT ` + replayPending + ` LIMIT 1) p)::int AS pending
     FROM herald.replays WHERE id = $1 AND status = 'completed' AND drained_at IS NULL
 ), marked AS (
     UPDATE herald.replays r SET drained_at = now(), updated_at = now()
