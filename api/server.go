@@ -6,6 +6,7 @@
 package api
 
 import (
+	"cmp"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -85,6 +86,10 @@ type Config struct {
 	// on its page); see NewQueueDashboard. Defaults to nil: not served,
 	// and the path answers 404.
 	QueueDashboard http.Handler
+	// MetricsPool, when set, is the pool /metrics reads through: give it
+	// metrics.OpenPool's, which keeps one warmed connection for scrapes, as
+	// cmd/api does. Defaults to Pool.
+	MetricsPool *pgxpool.Pool
 	// KeyCache, when set, answers most API-key lookups from memory; the
 	// program runs its Listen, which makes a revocation on any replica
 	// empty it. Nil (the default) looks every key up.
@@ -181,7 +186,7 @@ func New(cfg Config) (*Server, error) {
 	registry.MustRegister(
 		collectors.NewGoCollector(),
 		collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}),
-		metrics.NewCollector(cfg.Pool, s.logger),
+		metrics.NewCollector(cmp.Or(cfg.MetricsPool, cfg.Pool), s.logger),
 	)
 	s.router = s.routes(registry, cfg.Portal, cfg.QueueDashboard)
 	return s, nil

@@ -23,6 +23,7 @@ import (
 	"github.com/heraldhq/herald/cmd/internal/flagenv"
 	"github.com/heraldhq/herald/internal/auth"
 	"github.com/heraldhq/herald/internal/clientaddr"
+	"github.com/heraldhq/herald/internal/metrics"
 	"github.com/heraldhq/herald/internal/ssrf"
 	"github.com/heraldhq/herald/limits"
 	"github.com/heraldhq/herald/portal"
@@ -172,6 +173,13 @@ func run(args []string) error {
 		return err
 	}
 	defer pool.Close()
+	// Scrapes read through a connection of their own, warmed as it opens
+	// (metrics.OpenPool).
+	metricsPool, err := metrics.OpenPool(ctx, pool.Config())
+	if err != nil {
+		return err
+	}
+	defer metricsPool.Close()
 	if s.bootstrapKey != "" {
 		if err := auth.EnsureAPIKey(ctx, pool, s.bootstrapKey, "bootstrap"); err != nil {
 			return fmt.Errorf("--bootstrap-key: %w", err)
@@ -223,6 +231,7 @@ func run(args []string) error {
 	}
 	server, err := api.New(api.Config{
 		Pool:               pool,
+		MetricsPool:        metricsPool,
 		Store:              st,
 		Logger:             logger,
 		PublicURL:          s.publicURL,

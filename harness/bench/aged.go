@@ -24,6 +24,7 @@ import (
 	"github.com/heraldhq/herald/internal/auth"
 	"github.com/heraldhq/herald/internal/database"
 	"github.com/heraldhq/herald/internal/historyfill"
+	"github.com/heraldhq/herald/internal/metrics"
 	"github.com/heraldhq/herald/internal/secretbox"
 	"github.com/heraldhq/herald/internal/ssrf"
 	"github.com/heraldhq/herald/portal"
@@ -245,7 +246,13 @@ func (r *runner) probe(ctx context.Context, st *stage, key string, endpointID uu
 	if _, err := pool.Exec(ctx, `UPDATE herald.endpoints SET url = $2 WHERE id = $1`, endpointID, receiver.URL+"/hook"); err != nil {
 		return a, err
 	}
-	server, apiKey, session, err := startAgedAPI(ctx, pool, key)
+	// Scrapes read through a warmed connection of their own, as in cmd/api.
+	metricsPool, err := metrics.OpenPool(ctx, pool.Config())
+	if err != nil {
+		return a, err
+	}
+	defer metricsPool.Close()
+	server, apiKey, session, err := startAgedAPI(ctx, pool, metricsPool, key)
 	if err != nil {
 		return a, err
 	}
@@ -320,8 +327,9 @@ func (r *runner) probe(ctx context.Context, st *stage, key string, endpointID uu
 }
 
 // startAgedAPI serves Herald's api with its portal in this process, and
-// returns an operator API key and a portal session of agedTenant.
-func startAgedAPI(ctx context.Context, pool *pgxpool.Pool, key string) (*httptest.Server, string, string, error) {
+// returns an operator API key and a portal session of agedTenant. Its
+// /metrics reads through metricsPool.
+func startAgedAPI(ctx context.Context, pool, metricsPool *pgxpool.Pool, key string) (*httptest.Server, string, string, error) {
 	box, err := secretbox.Parse(key)
 	if err != nil {
 		return nil, "", "", err
@@ -335,7 +343,7 @@ func startAgedAPI(ctx context.Context, pool *pgxpool.Pool, key string) (*httptes
 	if err != nil {
 		return nil, "", "", err
 	}
-	s, err := api.New(api.Config{Pool: pool, Store: st, Logger: logger, Portal: p})
+	s, err := api.New(api.Config{Pool: pool, MetricsPool: metricsPool, Store: st, Logger: logger, Portal: p})
 	if err != nil {
 		return nil, "", "", err
 	}

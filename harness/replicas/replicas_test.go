@@ -22,6 +22,7 @@ import (
 	"github.com/heraldhq/herald/client"
 	"github.com/heraldhq/herald/dispatcher"
 	"github.com/heraldhq/herald/harness/chaos"
+	"github.com/heraldhq/herald/internal/metrics"
 	"github.com/heraldhq/herald/internal/secretbox"
 	"github.com/heraldhq/herald/internal/webhooktest"
 	"github.com/heraldhq/herald/signing"
@@ -57,13 +58,13 @@ const (
 
 // The defaults' own arithmetic: at most, a dispatcher opens its pool,
 // River's listener (taken out of the pool, so outside its count) and, on
-// the one fan-out leader, the lock connection; an api its pool and the key
-// cache's listener. Four dispatchers and an api must fit in what a role
+// the one fan-out leader, the lock connection; an api its pool, the key
+// cache's listener and the connection /metrics reads through. Four dispatchers and an api must fit in what a role
 // that is not a superuser may open.
 func TestDefaultsOfFourDispatchersAndAnAPIFitTheDefaultLimit(t *testing.T) {
 	t.Parallel()
 	const dispatchers = 4
-	most := dispatchers*(dispatcher.DefaultMaxConns+1) + 1 + api.DefaultMaxConns + 1
+	most := dispatchers*(dispatcher.DefaultMaxConns+1) + 1 + api.DefaultMaxConns + 2
 	require.LessOrEqual(t, most, maxConnections-superuserReservedSlots,
 		"four dispatchers and an api may open %d connections with their defaults", most)
 }
@@ -280,4 +281,5 @@ func TestFourDispatchersAndAnAPIOnOneHundredConnections(t *testing.T) {
 	require.LessOrEqual(t, seen.total, maxConnections-superuserReservedSlots)
 	require.LessOrEqual(t, seen.byName["herald-dispatcher"], 4*(dispatcher.DefaultMaxConns+1))
 	require.LessOrEqual(t, seen.byName["herald-api"], api.DefaultMaxConns+1)
+	require.LessOrEqual(t, seen.byName["herald-api"+metrics.ConnectionSuffix], 1)
 }
