@@ -23,6 +23,7 @@ import (
 	"github.com/heraldhq/herald/cmd/internal/flagenv"
 	"github.com/heraldhq/herald/internal/auth"
 	"github.com/heraldhq/herald/internal/clientaddr"
+	"github.com/heraldhq/herald/internal/database"
 	"github.com/heraldhq/herald/internal/metrics"
 	"github.com/heraldhq/herald/internal/ssrf"
 	"github.com/heraldhq/herald/limits"
@@ -168,6 +169,7 @@ func run(args []string) error {
 		return err
 	}
 	defer tracing.Stop(logger)
+	s.db.MinConns, s.db.AfterConnect = api.DefaultMinConns, database.WarmHistory
 	pool, err := s.db.Open(ctx, logger)
 	if err != nil {
 		return err

@@ -246,13 +246,20 @@ func (r *runner) probe(ctx context.Context, st *stage, key string, endpointID uu
 	if _, err := pool.Exec(ctx, `UPDATE herald.endpoints SET url = $2 WHERE id = $1`, endpointID, receiver.URL+"/hook"); err != nil {
 		return a, err
 	}
-	// Scrapes read through a warmed connection of their own, as in cmd/api.
-	metricsPool, err := metrics.OpenPool(ctx, pool.Config())
+	// The api's pools, as cmd/api opens them: standing connections warmed
+	// for history, and one more for scrapes.
+	apiPool, err := database.Open(ctx, st.url, database.Options{
+		MaxConns: api.DefaultMaxConns, MinConns: api.DefaultMinConns, AfterConnect: database.WarmHistory})
+	if err != nil {
+		return a, err
+	}
+	defer apiPool.Close()
+	metricsPool, err := metrics.OpenPool(ctx, apiPool.Config())
 	if err != nil {
 		return a, err
 	}
 	defer metricsPool.Close()
-	server, apiKey, session, err := startAgedAPI(ctx, pool, metricsPool, key)
+	server, apiKey, session, err := startAgedAPI(ctx, apiPool, metricsPool, key)
 	if err != nil {
 		return a, err
 	}

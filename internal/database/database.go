@@ -35,6 +35,13 @@ type Options struct {
 	// MaxConns caps the pool. Defaults to pgxpool's default (the larger of 4
 	// and the number of CPUs). Zero means the default.
 	MaxConns int32
+	// MinConns is how many connections the pool makes in the background
+	// as it opens and keeps open when idle. Defaults to 0: connections are
+	// made as they are needed.
+	MinConns int32
+	// AfterConnect, when set, runs on every new connection before the pool
+	// hands it out, as WarmHistory does; an error discards the connection.
+	AfterConnect func(context.Context, *pgx.Conn) error
 	// CreateDatabase creates the database named in the DSN when it does not
 	// exist. Herald's programs set it; tests create their own databases.
 	CreateDatabase bool
@@ -75,13 +82,17 @@ func Open(ctx context.Context, dsn string, opts Options) (*pgxpool.Pool, error) 
 	if opts.MaxConns > 0 {
 		cfg.MaxConns = opts.MaxConns
 	}
+	cfg.MinConns = min(opts.MinConns, cfg.MaxConns)
 	opts.Timeouts.apply(cfg)
 	if opts.ApplicationName != "" && !urlSets(&cfg.ConnConfig.Config, "application_name") {
 		cfg.ConnConfig.RuntimeParams["application_name"] = opts.ApplicationName
 	}
 	cfg.BeforeClose = closeWithin(BrokenCloseTimeout)
-	cfg.AfterConnect = func(_ context.Context, conn *pgx.Conn) error {
+	cfg.AfterConnect = func(ctx context.Context, conn *pgx.Conn) error {
 		registerUUID(conn.TypeMap())
+		if opts.AfterConnect != nil {
+			return opts.AfterConnect(ctx, conn)
+		}
 		return nil
 	}
 	pool, err := connect(ctx, cfg)

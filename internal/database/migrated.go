@@ -7,6 +7,7 @@ import (
 	"log/slog"
 	"time"
 
+	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgxpool"
 
 	"github.com/heraldhq/herald/migrations"
@@ -20,6 +21,11 @@ type Config struct {
 	// MaxConns caps the pool. Defaults to pgxpool's default (the larger of
 	// 4 and the number of CPUs). Zero means the default.
 	MaxConns int32
+	// MinConns and AfterConnect are Options.MinConns and
+	// Options.AfterConnect of the program's pool (not of the pool that
+	// migrates).
+	MinConns     int32
+	AfterConnect func(context.Context, *pgx.Conn) error
 	// Migrate creates the database when it is missing and applies the
 	// migrations. Defaults to false: the schema is only checked, and a
 	// database that lacks migrations is an error saying how to apply them.
@@ -59,7 +65,8 @@ func OpenMigrated(ctx context.Context, cfg Config) (*pgxpool.Pool, error) {
 			return nil, err
 		}
 	}
-	pool, err := Open(ctx, cfg.URL, Options{MaxConns: cfg.MaxConns, Timeouts: cfg.Timeouts, ApplicationName: cfg.ApplicationName})
+	pool, err := Open(ctx, cfg.URL, Options{MaxConns: cfg.MaxConns, MinConns: cfg.MinConns, AfterConnect: cfg.AfterConnect,
+		Timeouts: cfg.Timeouts, ApplicationName: cfg.ApplicationName})
 	if err != nil {
 		return nil, err
 	}

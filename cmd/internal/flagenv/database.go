@@ -5,6 +5,7 @@ import (
 	"log/slog"
 	"time"
 
+	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgxpool"
 
 	"github.com/heraldhq/herald/internal/database"
@@ -24,6 +25,10 @@ type Database struct {
 	// MaxConns is --max-conns (HERALD_MAX_CONNS); zero means pgxpool's
 	// default. Its default is the program's.
 	MaxConns int
+	// MinConns and AfterConnect are database.Options.MinConns and
+	// database.Options.AfterConnect, set by the program, not by flags.
+	MinConns     int
+	AfterConnect func(context.Context, *pgx.Conn) error
 	// Timeouts are the --db-*-timeout and --db-keepalive flags, each
 	// defaulting to its database.Default… constant.
 	Timeouts database.Timeouts
@@ -82,6 +87,8 @@ func (d Database) Open(ctx context.Context, logger *slog.Logger) (*pgxpool.Pool,
 	return database.OpenMigrated(ctx, database.Config{
 		URL:              d.URL,
 		MaxConns:         int32(d.MaxConns),
+		MinConns:         int32(d.MinConns),
+		AfterConnect:     d.AfterConnect,
 		Migrate:          d.Migrate,
 		Logger:           logger,
 		Timeouts:         d.Timeouts,
