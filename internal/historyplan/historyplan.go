@@ -44,7 +44,7 @@ const (
 // Filled is Herald's migrated schema with a history of 200,000 deliveries
 // over 30 days, vacuumed and analysed. Its fingerprint follows the
 // migrations', so a changed schema gets a fresh fill.
-var Filled = pgtest.Template{Name: "history", Fingerprint: migrations.Fingerprint() + "h4", Migrate: fill}
+var Filled = pgtest.Template{Name: "history", Fingerprint: migrations.Fingerprint() + "h5", Migrate: fill}
 
 func fill(ctx context.Context, pool *pgxpool.Pool) error {
 	if err := migrations.Apply(ctx, pool); err != nil {
@@ -57,7 +57,13 @@ func fill(ctx context.Context, pool *pgxpool.Pool) error {
 	if _, err := pool.Exec(ctx, `INSERT INTO herald.endpoints (id, tenant_id, url, created_at) VALUES ($1, $2, 'https://hot.invalid/hook', now() - interval '31 days')`, hot, HotTenant); err != nil {
 		return err
 	}
+	// Whole days, ending at the start of today (UTC), so that every
+	// partition holds a whole day's history whatever the hour of the fill:
+	// filled at 13:20, the first day's partition held ten hours, and the
+	// plans of batches spread over it read that small partition
+	// sequentially where a whole day's is read by its index.
 	_, err := historyfill.Fill(ctx, pool, historyfill.Spec{
+		End:        time.Now().UTC().Truncate(24 * time.Hour),
 		Deliveries: backgroundHistory,
 		Streams:    []historyfill.Stream{{TenantID: HotTenant, EndpointID: hot, Deliveries: hotDeliveries}},
 	})
