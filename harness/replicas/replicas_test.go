@@ -59,8 +59,9 @@ const (
 // The defaults' own arithmetic: at most, a dispatcher opens its pool,
 // River's listener (taken out of the pool, so outside its count) and, on
 // the one fan-out leader, the lock connection; an api its pool, the key
-// cache's listener and the connection /metrics reads through. Four dispatchers and an api must fit in what a role
-// that is not a superuser may open.
+// cache's listener and the connection /metrics reads through. Four
+// dispatchers and an api must fit in what a role that is not a superuser
+// may open.
 func TestDefaultsOfFourDispatchersAndAnAPIFitTheDefaultLimit(t *testing.T) {
 	t.Parallel()
 	const dispatchers = 4

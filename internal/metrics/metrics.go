@@ -68,9 +68,6 @@ func NewCollector(pool *pgxpool.Pool, logger *slog.Logger) *Collector {
 func OpenPool(ctx context.Context, base *pgxpool.Config) (*pgxpool.Pool, error) {
 	cfg := base.Copy()
 	cfg.MaxConns, cfg.MinConns = 1, 1
-	if cfg.ConnConfig.RuntimeParams == nil {
-		cfg.ConnConfig.RuntimeParams = map[string]string{}
-	}
 	cfg.ConnConfig.RuntimeParams["application_name"] = strings.TrimSpace(cfg.ConnConfig.RuntimeParams["application_name"] + ConnectionSuffix)
 	connected := cfg.AfterConnect
 	cfg.AfterConnect = func(ctx context.Context, conn *pgx.Conn) error {
