@@ -75,9 +75,16 @@ const busyMetadataKey = "herald_busy"
 //
 // Each cap:
 //
-//   - per endpoint, cap (Config.MaxInflightPerEndpoint), or 1 while the
-//     endpoint's breaker is open (health.BreakerThreshold attempts in a row
-//     unanswered): one probe at a time;
+//   - per endpoint, cap (Config.MaxInflightPerEndpoint) while it is
+//     answering (the latest attempt to it this process recorded got a
+//     response), else 1: an endpoint not tried yet, or whose latest attempt
+//     went unanswered (its breaker open included), gets one attempt at a
+//     time until it answers. An endpoint that hangs from its first request
+//     then holds one worker, not the cap, and a tenant's new endpoints
+//     (at most limits.DefaultMaxEndpoints, 50, by default) hold at most
+//     that many of its cap's slots (250 by default) while they are tried;
+//     a healthy endpoint's first answer comes within its latency, and
+//     releases the jobs waiting for it;
 //   - per tenant, tenantCap (Config.MaxInflightPerTenant) unless the
 //     tenant has its own (tenants.max_inflight);
 //   - within the tenant's cap, its shares (see tenantCaps): the attempts
@@ -228,7 +235,7 @@ func (f *inflight) observe(endpoint uuid.UUID, answered bool) {
 	if !ok {
 		return
 	}
-	wasOpen := e.breakerOpen()
+	wasAnswering := e.answering
 	e.answering = answered
 	if answered {
 		e.unanswered = 0
@@ -236,8 +243,8 @@ func (f *inflight) observe(endpoint uuid.UUID, answered bool) {
 		e.unanswered = min(e.unanswered+1, health.BreakerThreshold)
 	}
 	f.set(endpoint, e)
-	if wasOpen && answered {
-		// Its jobs waiting behind the breaker may go now.
+	if answered && !wasAnswering {
+		// It may take its whole cap now; so may the jobs waiting for it.
 		f.wake(endpoint, f.cap)
 	}
 }
@@ -269,7 +276,7 @@ func (f *inflight) set(endpoint uuid.UUID, e endpointState) {
 func (f *inflight) limits(endpoint uuid.UUID) (endpointCap int, e endpointState, caps tenantCaps) {
 	e = f.known[endpoint]
 	endpointCap = f.cap
-	if e.breakerOpen() {
+	if !e.answering {
 		endpointCap = 1
 	}
 	return endpointCap, e, capsOf(cmp.Or(e.tenantCap, f.tenantCap))

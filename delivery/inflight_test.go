@@ -18,6 +18,7 @@ func TestInflightCapsEachEndpoint(t *testing.T) {
 
 	f := newTestInflight(2, 100)
 	slow, other := uuid.New(), uuid.New()
+	answered(f, slow, other)
 	releaseFirst, ok := acquireOne(f, slow)
 	require.True(t, ok)
 	_, ok = acquireOne(f, slow)
@@ -33,6 +34,37 @@ func TestInflightCapsEachEndpoint(t *testing.T) {
 	require.True(t, f.waitForRoom(t.Context(), slow, 0), "a released slot makes room")
 	_, ok = acquireOne(f, slow)
 	require.True(t, ok, "a released slot can be taken again")
+}
+
+// An endpoint that has not answered yet, or whose latest attempt went
+// unanswered, gets one attempt at a time: a new endpoint that hangs holds
+// one worker, not the cap. Its first answer gives it the cap and wakes the
+// jobs waiting for it.
+func TestInflightTriesAnEndpointOneAttemptAtATime(t *testing.T) {
+	t.Parallel()
+
+	f := newTestInflight(3, 100)
+	endpoint := uuid.New()
+	f.learn(endpoint, testTenant, 0, 0)
+	release, got := f.acquireUpTo(endpoint, testTenant, 3)
+	require.Equal(t, 1, got, "a new endpoint is tried one attempt at a time")
+	woken := make(chan bool)
+	go func() { woken <- f.waitForRoom(t.Context(), endpoint, time.Hour) }()
+	require.Eventually(t, func() bool {
+		f.mu.Lock()
+		defer f.mu.Unlock()
+		return len(f.waiting[endpoint]) == 1
+	}, 10*time.Second, time.Millisecond, "the next job waits for the endpoint")
+
+	f.observe(endpoint, true)
+	require.True(t, <-woken, "the first answer wakes the waiting job")
+	_, got = f.acquireUpTo(endpoint, testTenant, 3)
+	require.Equal(t, 2, got, "an answering endpoint has its whole cap")
+	release()
+
+	f.observe(endpoint, false)
+	_, got = f.acquireUpTo(endpoint, testTenant, 3)
+	require.Zero(t, got, "once its latest attempt went unanswered, one at a time again, and two still run")
 }
 
 func TestInflightForgetsIdleEndpoints(t *testing.T) {
@@ -78,6 +110,7 @@ func TestInflightLongestRunning(t *testing.T) {
 
 	f := newTestInflight(3, 100)
 	endpoint := uuid.New()
+	answered(f, endpoint)
 	require.Zero(t, f.longestRunning(endpoint), "nothing runs")
 
 	releaseOld, got := f.acquireUpTo(endpoint, testTenant, 2)
@@ -101,6 +134,7 @@ func TestInflightWakesOneWaiterPerSlot(t *testing.T) {
 
 	f := newTestInflight(2, 100)
 	endpoint := uuid.New()
+	answered(f, endpoint)
 	release, ok := acquireOne(f, endpoint)
 	require.True(t, ok)
 	_, ok = acquireOne(f, endpoint)
@@ -138,6 +172,15 @@ func fullEndpoint(t *testing.T) (*inflight, uuid.UUID, func()) {
 	return f, endpoint, release
 }
 
+// answered makes endpoints of testTenant answering, as a recorded answer
+// to each does.
+func answered(f *inflight, endpoints ...uuid.UUID) {
+	for _, e := range endpoints {
+		f.learn(e, testTenant, 0, 0)
+		f.observe(e, true)
+	}
+}
+
 // acquireOne takes one slot for endpoint of testTenant, as a delivery's
 // job does.
 func acquireOne(f *inflight, endpoint uuid.UUID) (release func(), ok bool) {
@@ -163,6 +206,7 @@ func TestInflightCapsEachTenant(t *testing.T) {
 	first, second, third := uuid.New(), uuid.New(), uuid.New()
 	for _, e := range []uuid.UUID{first, second, third} {
 		f.learn(e, "noisy", 0, 0)
+		f.observe(e, true)
 	}
 	releaseFirst, got := f.acquireUpTo(first, "noisy", 5)
 	require.Equal(t, 2, got, "the tenant's cap bounds one endpoint's batch")
@@ -195,18 +239,9 @@ func TestInflightCapsEachTenant(t *testing.T) {
 func TestInflightBreaker(t *testing.T) {
 	t.Parallel()
 
-	f := newTestInflight(10, 8)
+	f := newTestInflight(10, 4)
 	dead, healthy := uuid.New(), uuid.New()
-	f.learn(dead, testTenant, 0, 0)
-	f.learn(healthy, testTenant, 0, 0)
-	for range health.BreakerThreshold - 1 {
-		f.observe(dead, false)
-	}
-	_, got := f.acquireUpTo(dead, testTenant, 3)
-	require.Equal(t, 3, got, "an endpoint that has not reached the threshold keeps its cap, within its tenant's half for suspect endpoints")
-	f = newTestInflight(10, 4)
-	f.learn(dead, testTenant, 0, 0)
-	f.learn(healthy, testTenant, 0, 0)
+	answered(f, dead, healthy)
 	for range health.BreakerThreshold {
 		f.observe(dead, false)
 	}
@@ -245,7 +280,7 @@ func TestInflightProbesShareHalfTheTenant(t *testing.T) {
 	}
 	require.Equal(t, 2, probes, "five dead endpoints probe two at a time: half of the tenant's 4")
 	healthy := uuid.New()
-	f.learn(healthy, testTenant, 0, 0)
+	answered(f, healthy)
 	_, got := f.acquireUpTo(healthy, testTenant, 10)
 	require.Equal(t, 2, got, "the healthy endpoint has the other half")
 }
@@ -269,8 +304,7 @@ func TestInflightKeepsAQuarterForAnsweringEndpoints(t *testing.T) {
 
 	f := newTestInflight(10, 8)
 	healthy := uuid.New()
-	f.learn(healthy, testTenant, 0, 0)
-	f.observe(healthy, true)
+	answered(f, healthy)
 	f.learn(healthy, testTenant, 0, 0)
 
 	untried := 0

@@ -175,3 +175,52 @@ func TestHangingEndpointsDoNotStarveTheirTenantsHealthyOne(t *testing.T) {
 	require.NoError(t, b.pool.QueryRow(ctx, "SELECT count(*) FROM herald.attempts WHERE endpoint_id = ANY ($1)", hangingIDs).Scan(&ended))
 	require.Zero(t, ended, "the healthy endpoint's deliveries must arrive while the hanging endpoints' first requests are held")
 }
+
+// A tenant's new endpoints, some of which hang, all untried when a burst
+// of its messages comes: the cold start of issue 18's shared noisy tenant
+// within the default limits, where a tenant has fewer endpoints
+// (limits.DefaultMaxEndpoints, 50) than its in-flight cap (half of 500
+// workers). An endpoint that has not answered yet gets one attempt at a
+// time, so the hanging endpoints hold one slot each, their tenant has room
+// left, and the healthy endpoint is tried, and answers, while their
+// requests are held. On the old code each new endpoint could take the
+// endpoint cap (10), two hanging endpoints filled the tenant's cap of 10,
+// and the healthy endpoint waited for their timeout.
+//
+// As in TestHangingEndpointsDoNotStarveTheirTenantsHealthyOne, the test
+// asserts an order, not a time.
+func TestNewHangingEndpointsLeaveTheirTenantRoomToTryTheOthers(t *testing.T) {
+	t.Parallel()
+	b, ctx := setup(t)
+	const (
+		workers = 20 // a tenant cap of 10
+		hanging = 5
+		noise   = 4
+	)
+	hang := webhooktest.NewReceiver(t, webhooktest.Hang())
+	var hangingIDs []uuid.UUID
+	for i := range hanging {
+		id, _ := b.endpoint(t, ctx, tenant, fmt.Sprintf("%s/hook/%d", hang.URL, i), "noise.flood")
+		hangingIDs = append(hangingIDs, id)
+	}
+	healthy := webhooktest.NewReceiver(t, webhooktest.Status(200))
+	b.endpoint(t, ctx, tenant, healthy.URL, "invoice.paid")
+
+	b.start(t, dispatcher.Config{Workers: workers, Delivery: delivery.Config{Timeout: time.Minute}})
+	for range noise {
+		b.publish(t, ctx, event("noise.flood"))
+	}
+	require.Eventually(t, func() bool { return hang.Inflight() >= hanging }, time.Minute, 10*time.Millisecond,
+		"the hanging endpoints' requests must be in flight before the healthy endpoint's message is published")
+	// Let the hanging endpoints' backlog come back from its first snoozes
+	// and take whatever room their tenant leaves them.
+	time.Sleep(time.Second)
+
+	b.publish(t, ctx, event("invoice.paid"))
+	require.Eventually(t, func() bool { return healthy.Count() == 1 }, time.Minute, 10*time.Millisecond,
+		"the healthy endpoint's delivery never arrived")
+	var ended int
+	require.NoError(t, b.pool.QueryRow(ctx, "SELECT count(*) FROM herald.attempts WHERE endpoint_id = ANY ($1)", hangingIDs).Scan(&ended))
+	require.Zero(t, ended, "the healthy endpoint's delivery must arrive while the hanging endpoints' first requests are held")
+	require.Equal(t, hanging, hang.Inflight(), "an endpoint that has not answered gets one attempt at a time")
+}
