@@ -75,16 +75,19 @@ const busyMetadataKey = "herald_busy"
 //
 // Each cap:
 //
-//   - per endpoint, cap (Config.MaxInflightPerEndpoint) while it is
-//     answering (the latest attempt to it this process recorded got a
-//     response), else 1: an endpoint not tried yet, or whose latest attempt
-//     went unanswered (its breaker open included), gets one attempt at a
-//     time until it answers. An endpoint that hangs from its first request
-//     then holds one worker, not the cap, and a tenant's new endpoints
+//   - per endpoint, cap (Config.MaxInflightPerEndpoint) once this process
+//     has seen it answer, else 1: an endpoint not tried yet gets one
+//     attempt at a time until it answers, so one that hangs from its first
+//     request holds one worker, not the cap, and a tenant's new endpoints
 //     (at most limits.DefaultMaxEndpoints, 50, by default) hold at most
 //     that many of its cap's slots (250 by default) while they are tried;
 //     a healthy endpoint's first answer comes within its latency, and
-//     releases the jobs waiting for it;
+//     releases the jobs waiting for it. Also 1 while the endpoint's
+//     breaker is open (health.BreakerThreshold attempts in a row
+//     unanswered): one probe at a time. An endpoint that answered and then
+//     missed an answer or two keeps its cap: receivers that time out now
+//     and then are common, and holding them to one attempt at each miss
+//     took the chaos run from 2m37s to 4m43s;
 //   - per tenant, tenantCap (Config.MaxInflightPerTenant) unless the
 //     tenant has its own (tenants.max_inflight);
 //   - within the tenant's cap, its shares (see tenantCaps): the attempts
@@ -169,6 +172,8 @@ type endpointState struct {
 	// was answered, and none recorded since by any process went
 	// unanswered.
 	answering bool
+	// answered says this process has recorded an answer from it.
+	answered bool
 }
 
 func (e endpointState) breakerOpen() bool { return e.unanswered >= health.BreakerThreshold }
@@ -222,8 +227,9 @@ func (f *inflight) learn(endpoint uuid.UUID, tenant string, tenantCap, unanswere
 			f.open.Set(0)
 		}
 	}
-	answering := f.known[endpoint].answering && unanswered == 0
-	f.set(endpoint, endpointState{tenant: tenant, tenantCap: tenantCap, unanswered: unanswered, answering: answering})
+	known := f.known[endpoint]
+	answering := known.answering && unanswered == 0
+	f.set(endpoint, endpointState{tenant: tenant, tenantCap: tenantCap, unanswered: unanswered, answering: answering, answered: known.answered})
 }
 
 // observe records an attempt to endpoint this process recorded: answered
@@ -235,17 +241,19 @@ func (f *inflight) observe(endpoint uuid.UUID, answered bool) {
 	if !ok {
 		return
 	}
-	wasAnswering := e.answering
+	before := f.endpointCap(e)
 	e.answering = answered
 	if answered {
 		e.unanswered = 0
+		e.answered = true
 	} else {
 		e.unanswered = min(e.unanswered+1, health.BreakerThreshold)
 	}
 	f.set(endpoint, e)
-	if answered && !wasAnswering {
-		// It may take its whole cap now; so may the jobs waiting for it.
-		f.wake(endpoint, f.cap)
+	if after := f.endpointCap(e); after > before {
+		// Its first answer, or one that closed its breaker: the jobs
+		// waiting for it may go.
+		f.wake(endpoint, after-before)
 	}
 }
 
@@ -275,11 +283,17 @@ func (f *inflight) set(endpoint uuid.UUID, e endpointState) {
 // when unknown) and its tenant's caps. f.mu must be held.
 func (f *inflight) limits(endpoint uuid.UUID) (endpointCap int, e endpointState, caps tenantCaps) {
 	e = f.known[endpoint]
-	endpointCap = f.cap
-	if !e.answering {
-		endpointCap = 1
+	return f.endpointCap(e), e, capsOf(cmp.Or(e.tenantCap, f.tenantCap))
+}
+
+// endpointCap returns how many attempts an endpoint known as e may have
+// running at once: one until it has answered, and while its breaker is
+// open; else the cap.
+func (f *inflight) endpointCap(e endpointState) int {
+	if !e.answered || e.breakerOpen() {
+		return 1
 	}
-	return endpointCap, e, capsOf(cmp.Or(e.tenantCap, f.tenantCap))
+	return f.cap
 }
 
 // free returns how many more attempts endpoint may start now, and the

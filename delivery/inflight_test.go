@@ -36,10 +36,10 @@ func TestInflightCapsEachEndpoint(t *testing.T) {
 	require.True(t, ok, "a released slot can be taken again")
 }
 
-// An endpoint that has not answered yet, or whose latest attempt went
-// unanswered, gets one attempt at a time: a new endpoint that hangs holds
-// one worker, not the cap. Its first answer gives it the cap and wakes the
-// jobs waiting for it.
+// An endpoint that has not answered yet gets one attempt at a time: a new
+// endpoint that hangs holds one worker, not the cap. Its first answer
+// gives it the cap and wakes the jobs waiting for it; a missed answer
+// after that does not take the cap back, an open breaker does.
 func TestInflightTriesAnEndpointOneAttemptAtATime(t *testing.T) {
 	t.Parallel()
 
@@ -63,8 +63,14 @@ func TestInflightTriesAnEndpointOneAttemptAtATime(t *testing.T) {
 	release()
 
 	f.observe(endpoint, false)
+	release, got = f.acquireUpTo(endpoint, testTenant, 3)
+	require.Equal(t, 1, got, "a missed answer keeps the cap")
+	release()
+	for range health.BreakerThreshold - 1 {
+		f.observe(endpoint, false)
+	}
 	_, got = f.acquireUpTo(endpoint, testTenant, 3)
-	require.Zero(t, got, "once its latest attempt went unanswered, one at a time again, and two still run")
+	require.Zero(t, got, "behind its open breaker, one at a time, and two still run")
 }
 
 func TestInflightForgetsIdleEndpoints(t *testing.T) {
