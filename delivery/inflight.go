@@ -465,6 +465,14 @@ func (f *inflight) isAnswering(endpoint uuid.UUID) bool {
 	return e.answering && !e.suspect()
 }
 
+// Answering reports whether endpoint answers: the latest attempt to it this
+// worker recorded got a response (any status), and none recorded since by
+// any process went unanswered as far as this worker has read. An endpoint
+// this worker has not tried yet is not answering.
+func (w *Worker) Answering(endpoint uuid.UUID) bool {
+	return w.inflight.isAnswering(endpoint)
+}
+
 // longestRunning returns how long endpoint's oldest running attempt has been
 // running; zero when none is.
 func (f *inflight) longestRunning(endpoint uuid.UUID) time.Duration {

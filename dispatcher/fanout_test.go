@@ -34,7 +34,7 @@ func TestJobGroupsBatchDeliveriesByEndpoint(t *testing.T) {
 		}
 	}
 
-	jobs := g.jobs()
+	jobs := g.jobs(nil)
 	require.Len(t, jobs, 3)
 	first, ok := jobs[0].Args.(delivery.BatchArgs)
 	require.True(t, ok, "job 1 is %T", jobs[0].Args)
@@ -65,7 +65,7 @@ func TestJobGroupsLowerAFloodingTenant(t *testing.T) {
 		quiet[e] = true
 		g.add(tenant, e, uuid.New())
 	}
-	for _, job := range g.jobs() {
+	for _, job := range g.jobs(nil) {
 		args := job.Args.(delivery.Args)
 		if quiet[args.EndpointID] {
 			require.Nil(t, job.InsertOpts, "a quiet tenant's job keeps the default priority")
@@ -78,22 +78,62 @@ func TestJobGroupsLowerAFloodingTenant(t *testing.T) {
 	for _, tenant := range []string{"a", "b", "a", "b", "c"} {
 		even.add(tenant, uuid.New(), uuid.New())
 	}
-	for _, job := range even.jobs() {
+	for _, job := range even.jobs(nil) {
 		require.Nil(t, job.InsertOpts, "no tenant floods an even fan-out")
 	}
 	var alone jobGroups
 	for range 20 {
 		alone.add("solo", uuid.New(), uuid.New())
 	}
-	for _, job := range alone.jobs() {
+	for _, job := range alone.jobs(nil) {
 		require.Nil(t, job.InsertOpts, "a tenant alone floods nothing")
 	}
 	var wide jobGroups
 	for range FloodDeliveries {
 		wide.add("solo", uuid.New(), uuid.New())
 	}
-	for _, job := range wide.jobs() {
+	for _, job := range wide.jobs(nil) {
 		require.Equal(t, FloodPriority, job.InsertOpts.Priority, "alone, a fan-out of FloodDeliveries floods the messages others publish next")
+	}
+}
+
+// A flooding tenant's jobs to its endpoints that answer keep the default
+// priority, unless those alone flood: on the old code the healthy endpoint
+// of a tenant flooding 500 endpoints that hang queued behind its own
+// flood's jobs (noisy-tenant-shared: 20 s behind all through the run).
+func TestJobGroupsKeepAFloodingTenantsAnsweringEndpointAhead(t *testing.T) {
+	t.Parallel()
+	var g jobGroups
+	for range 500 {
+		g.add("noisy", uuid.New(), uuid.New())
+	}
+	healthy := uuid.New()
+	g.add("noisy", healthy, uuid.New())
+	g.add("quiet", uuid.New(), uuid.New())
+	answering := func(e uuid.UUID) bool { return e == healthy }
+	lowered := 0
+	for _, job := range g.jobs(answering) {
+		args := job.Args.(delivery.Args)
+		if args.EndpointID == healthy {
+			require.Nil(t, job.InsertOpts, "the flooding tenant's answering endpoint keeps the default priority")
+			continue
+		}
+		if job.InsertOpts != nil && job.InsertOpts.Priority == FloodPriority {
+			lowered++
+		}
+	}
+	require.Equal(t, 500, lowered, "the flood to endpoints that do not answer waits behind")
+
+	var burst jobGroups
+	for range 20 {
+		burst.add("bursting", uuid.New(), uuid.New())
+	}
+	burst.add("quiet", uuid.New(), uuid.New())
+	for _, job := range burst.jobs(func(uuid.UUID) bool { return true }) {
+		args := job.Args.(delivery.Args)
+		if burst.tenant[args.EndpointID] == "bursting" {
+			require.Equal(t, FloodPriority, job.InsertOpts.Priority, "a flood to endpoints that answer still waits behind")
+		}
 	}
 }
 
