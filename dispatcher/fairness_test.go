@@ -1,6 +1,7 @@
 package dispatcher_test
 
 import (
+	"context"
 	"fmt"
 	"testing"
 	"time"
@@ -139,14 +140,7 @@ func TestHangingEndpointsDoNotStarveTheirTenantsHealthyOne(t *testing.T) {
 		noise     = 3
 		published = 5
 	)
-	hang := webhooktest.NewReceiver(t, webhooktest.Hang())
-	var hangingIDs []uuid.UUID
-	for i := range hanging {
-		id, _ := b.endpoint(t, ctx, tenant, fmt.Sprintf("%s/hook/%d", hang.URL, i), "noise.flood")
-		hangingIDs = append(hangingIDs, id)
-	}
-	healthy := webhooktest.NewReceiver(t, webhooktest.Status(200))
-	b.endpoint(t, ctx, tenant, healthy.URL, "invoice.paid")
+	hang, hangingIDs, healthy := hangingBesideHealthy(t, ctx, b, hanging)
 
 	// The hanging requests are held for a minute: the order asserted holds
 	// however slowly a loaded machine (go test -race ./...) runs the test.
@@ -197,14 +191,7 @@ func TestNewHangingEndpointsLeaveTheirTenantRoomToTryTheOthers(t *testing.T) {
 		hanging = 5
 		noise   = 4
 	)
-	hang := webhooktest.NewReceiver(t, webhooktest.Hang())
-	var hangingIDs []uuid.UUID
-	for i := range hanging {
-		id, _ := b.endpoint(t, ctx, tenant, fmt.Sprintf("%s/hook/%d", hang.URL, i), "noise.flood")
-		hangingIDs = append(hangingIDs, id)
-	}
-	healthy := webhooktest.NewReceiver(t, webhooktest.Status(200))
-	b.endpoint(t, ctx, tenant, healthy.URL, "invoice.paid")
+	hang, hangingIDs, healthy := hangingBesideHealthy(t, ctx, b, hanging)
 
 	b.start(t, dispatcher.Config{Workers: workers, Delivery: delivery.Config{Timeout: time.Minute}})
 	for range noise {
@@ -223,4 +210,20 @@ func TestNewHangingEndpointsLeaveTheirTenantRoomToTryTheOthers(t *testing.T) {
 	require.NoError(t, b.pool.QueryRow(ctx, "SELECT count(*) FROM herald.attempts WHERE endpoint_id = ANY ($1)", hangingIDs).Scan(&ended))
 	require.Zero(t, ended, "the healthy endpoint's delivery must arrive while the hanging endpoints' first requests are held")
 	require.Equal(t, hanging, hang.Inflight(), "an endpoint that has not answered gets one attempt at a time")
+}
+
+// hangingBesideHealthy makes n endpoints of tenant that subscribe to
+// noise.flood and hang, on one receiver, and one that subscribes to
+// invoice.paid and answers 200. It returns the hanging receiver, the
+// hanging endpoints' ids and the healthy receiver.
+func hangingBesideHealthy(t *testing.T, ctx context.Context, b *testBundle, n int) (hang *webhooktest.Receiver, hangingIDs []uuid.UUID, healthy *webhooktest.Receiver) {
+	t.Helper()
+	hang = webhooktest.NewReceiver(t, webhooktest.Hang())
+	for i := range n {
+		id, _ := b.endpoint(t, ctx, tenant, fmt.Sprintf("%s/hook/%d", hang.URL, i), "noise.flood")
+		hangingIDs = append(hangingIDs, id)
+	}
+	healthy = webhooktest.NewReceiver(t, webhooktest.Status(200))
+	b.endpoint(t, ctx, tenant, healthy.URL, "invoice.paid")
+	return hang, hangingIDs, healthy
 }
