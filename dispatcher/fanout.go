@@ -250,20 +250,16 @@ const FloodPriority = 2
 // changes nothing while no other tenant has jobs waiting.
 const FloodDeliveries = WideFanOutLimit / 2
 
-// flooding reports whether mine of tenant's deliveries in g would flood
-// it: FloodDeliveries of them, or more than twice the other tenants'
-// average.
-func (g *jobGroups) flooding(tenant string, mine int) bool {
-	others := len(g.perTenant) - 1
+// flooding reports whether mine of tenant's deliveries in g, which holds
+// total deliveries, would flood it: FloodDeliveries of them, or more than
+// twice the other tenants' average.
+func (g *jobGroups) flooding(tenant string, mine, total int) bool {
 	if mine >= FloodDeliveries {
 		return true
 	}
+	others := len(g.perTenant) - 1
 	if others == 0 {
 		return false
-	}
-	total := 0
-	for _, n := range g.perTenant {
-		total += n
 	}
 	return mine*others > 2*(total-g.perTenant[tenant])
 }
@@ -276,6 +272,10 @@ func (g *jobGroups) flooding(tenant string, mine int) bool {
 // that answer (answering; nil knows none) while its deliveries to them
 // alone would not flood.
 func (g *jobGroups) jobs(answering func(endpoint uuid.UUID) bool) []river.InsertManyParams {
+	total := 0
+	for _, n := range g.perTenant {
+		total += n
+	}
 	answers := make(map[uuid.UUID]bool)
 	toAnswering := make(map[string]int)
 	for _, endpointID := range g.order {
@@ -284,9 +284,12 @@ func (g *jobGroups) jobs(answering func(endpoint uuid.UUID) bool) []river.Insert
 			toAnswering[g.tenant[endpointID]] += len(g.ids[endpointID])
 		}
 	}
-	lowered := func(endpointID uuid.UUID) bool {
+	// Decided once per endpoint, not per job.
+	lowered := make(map[uuid.UUID]bool)
+	for _, endpointID := range g.order {
 		tenant := g.tenant[endpointID]
-		return g.flooding(tenant, g.perTenant[tenant]) && (!answers[endpointID] || g.flooding(tenant, toAnswering[tenant]))
+		lowered[endpointID] = g.flooding(tenant, g.perTenant[tenant], total) &&
+			(!answers[endpointID] || g.flooding(tenant, toAnswering[tenant], total))
 	}
 	var jobs []river.InsertManyParams
 	for start := 0; ; start += delivery.MaxBatch {
@@ -302,7 +305,7 @@ func (g *jobGroups) jobs(answering func(endpoint uuid.UUID) bool) []river.Insert
 				args = delivery.Args{DeliveryID: ids[0], EndpointID: endpointID, Trigger: delivery.TriggerScheduled, Alone: true}
 			}
 			job := river.InsertManyParams{Args: args}
-			if lowered(endpointID) {
+			if lowered[endpointID] {
 				job.InsertOpts = &river.InsertOpts{Priority: FloodPriority}
 			}
 			jobs = append(jobs, job)
