@@ -70,6 +70,23 @@ FROM herald.endpoints WHERE id = $1`
     WHERE j.state = 'running' AND j.kind = '` + BatchKind + `' AND j.id <> $2 AND j.args->'delivery_ids' ?| $1::text[]
 ))`
 
+	// wakeHeldJobs makes up to $2 delivery jobs of the endpoint in $1 (a
+	// JSON object {"endpoint_id": ...}, found through River's index on
+	// args) available now at the default priority: those held back by the
+	// in-flight caps (snoozed with herald_busy set; a job snoozed until a
+	// retry has it cleared) and those waiting at a lower priority. River's
+	// scheduler does the same when a snooze ends.
+	wakeHeldJobs = `UPDATE herald.river_job SET state = 'available', scheduled_at = least(scheduled_at, now()), priority = 1
+WHERE id IN (
+    SELECT id FROM herald.river_job
+    WHERE args @> $1::jsonb AND queue = '` + Queue + `'
+      AND (state = 'scheduled' AND coalesce((metadata->>'` + busyMetadataKey + `')::int, 0) > 0
+           OR state = 'available' AND priority > 1)
+    ORDER BY scheduled_at, id
+    LIMIT $2
+    FOR UPDATE SKIP LOCKED)
+  AND state IN ('scheduled', 'available')`
+
 	// cancelDelivery stops a pending delivery of generation $3 whose
 	// endpoint is disabled. A delivery requeued since its job loaded it (the
 	// endpoint was enabled again meanwhile) is the requeue's job's.

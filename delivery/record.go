@@ -223,6 +223,7 @@ func (w *Worker) apply(ctx context.Context, rs []recording) ([]applied, error) {
 	}
 
 	out := make([]applied, len(rs))
+	var grew []uuid.UUID
 	for _, i := range order {
 		out[i].recorded = true
 		if next := decisions[i].settled.next; next != nil && !stopped[i] {
@@ -231,8 +232,11 @@ func (w *Worker) apply(ctx context.Context, rs []recording) ([]applied, error) {
 		w.log(ctx, rs[i].d, decisions[i].number, decisions[i].outcome)
 		w.traceAttempt(rs[i], decisions[i])
 		w.metrics.observe(decisions[i].outcome.Verdict, rs[i].a.duration)
-		w.inflight.observe(rs[i].d.endpointID, rs[i].a.result.answered())
+		if w.inflight.observe(rs[i].d.endpointID, rs[i].a.result.answered()) && !slices.Contains(grew, rs[i].d.endpointID) {
+			grew = append(grew, rs[i].d.endpointID)
+		}
 	}
+	w.wakeHeld(ctx, grew)
 	return out, nil
 }
 

@@ -3,6 +3,7 @@ package dispatcher_test
 import (
 	"context"
 	"fmt"
+	"net/http"
 	"testing"
 	"time"
 
@@ -226,4 +227,49 @@ func hangingBesideHealthy(t *testing.T, ctx context.Context, b *testBundle, n in
 	healthy = webhooktest.NewReceiver(t, webhooktest.Status(200))
 	b.endpoint(t, ctx, tenant, healthy.URL, "invoice.paid")
 	return hang, hangingIDs, healthy
+}
+
+// An endpoint gets one attempt at a time until it answers, so the jobs
+// made for it meanwhile are held back and snooze. They go as soon as its
+// first answer comes, at the default priority, not when their snoozes end:
+// in the full-size noisy-tenant-shared benchmark the deliveries of the
+// flooding tenant's healthy endpoint fanned out before its first answer
+// arrived 21 s late, held at FloodPriority among their tenant's flood. The
+// test gives the held job the snooze and priority such a job ends up with,
+// made long (an hour) so that only the wake can send it in time.
+func TestHeldJobsGoOnTheEndpointsFirstAnswer(t *testing.T) {
+	t.Parallel()
+	b, ctx := setup(t)
+	gate := make(chan struct{})
+	receiver := webhooktest.NewReceiver(t, func(n int, w http.ResponseWriter, r *http.Request) {
+		if n == 1 {
+			select {
+			case <-gate:
+			case <-r.Context().Done():
+				return
+			}
+		}
+		w.WriteHeader(http.StatusOK)
+	})
+	endpoint, _ := b.endpoint(t, ctx, tenant, receiver.URL, "invoice.paid")
+	b.start(t, dispatcher.Config{Workers: 20, Delivery: delivery.Config{Timeout: time.Minute}})
+
+	b.publish(t, ctx, event("invoice.paid"))
+	require.Eventually(t, func() bool { return receiver.Inflight() == 1 }, time.Minute, 10*time.Millisecond,
+		"the first delivery's request never arrived")
+	second := b.publish(t, ctx, event("invoice.paid"))
+	require.Eventually(t, func() bool {
+		tag, err := b.pool.Exec(ctx, `UPDATE herald.river_job j
+SET scheduled_at = now() + interval '1 hour', priority = $3
+FROM herald.deliveries d
+WHERE d.message_id = $1 AND d.endpoint_id = $2 AND j.args->>'delivery_id' = d.id::text
+  AND j.state = 'scheduled' AND (j.metadata->>'herald_busy')::int > 0`, second, endpoint, dispatcher.FloodPriority)
+		require.NoError(t, err)
+		return tag.RowsAffected() == 1
+	}, time.Minute, 5*time.Millisecond, "the second delivery's job was never held back while the first request was in flight")
+
+	close(gate)
+	require.Eventually(t, func() bool { return receiver.Count() == 2 }, 15*time.Second, 10*time.Millisecond,
+		"the held job must go on the endpoint's first answer, not when its snooze ends")
+	require.Equal(t, 1, receiver.PeakInflight(), "one attempt at a time until the endpoint answered")
 }
