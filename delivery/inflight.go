@@ -499,10 +499,18 @@ func (w *Worker) holdBack(ctx context.Context, job *rivertype.JobRow, endpoint u
 	return river.JobSnooze(w.busySnooze(endpoint, n))
 }
 
+// MaxWoken bounds how many jobs wakeHeld wakes at an endpoint whose cap
+// grew. A healthy endpoint found among many that hang may have had every
+// delivery of a timeout's worth of publishing fanned out before its first
+// answer (150 in the noisy-tenant-shared benchmark); those past its cap
+// are held back again at once and come back within AnsweringPatience. A
+// backlog larger than this comes back as its snoozes end.
+const MaxWoken = 1000
+
 // wakeHeld makes the jobs held back at each of endpoints, whose cap just
 // grew (its first answer in this process, or one that closed its
-// breaker), available at once and at River's default priority, at most the
-// endpoint cap of them each, the longest held first; the jobs of each
+// breaker), available at once and at River's default priority, at most
+// MaxWoken of them each, the longest held first; the jobs of each
 // endpoint not yet fetched that the fan-out gave FloodPriority while the
 // endpoint was not answering get the default priority too. Snoozed, they
 // would have waited out their snooze, up to BreakerSnooze, and then come
@@ -514,7 +522,7 @@ func (w *Worker) holdBack(ctx context.Context, job *rivertype.JobRow, endpoint u
 // back when their snoozes end, as before.
 func (w *Worker) wakeHeld(ctx context.Context, endpoints []uuid.UUID) {
 	for _, endpoint := range endpoints {
-		tag, err := w.db.Exec(ctx, wakeHeldJobs, fmt.Sprintf(`{"endpoint_id": %q}`, endpoint), w.inflight.cap)
+		tag, err := w.db.Exec(ctx, wakeHeldJobs, fmt.Sprintf(`{"endpoint_id": %q}`, endpoint), MaxWoken)
 		if err != nil {
 			w.logger.WarnContext(ctx, "wake the jobs held back at an endpoint that answered: they go when their snoozes end",
 				"endpoint_id", endpoint, "error", err)

@@ -250,12 +250,26 @@ const FloodPriority = 2
 // changes nothing while no other tenant has jobs waiting.
 const FloodDeliveries = WideFanOutLimit / 2
 
+// MinFloodDeliveries is how many new deliveries of one tenant in a fan-out
+// transaction it takes to flood it at all. At a few deliveries a tenant,
+// twice the others' average is the chance of who published in the same
+// few milliseconds, and the jobs of the tenant that drew more waited
+// behind every job of FloodPriority: in the full-size noisy-tenant-shared
+// benchmark, whenever the flooding tenant's healthy endpoint had two or
+// three deliveries in a transaction where the other tenants had one each,
+// they arrived 20 s late, behind the flood. Fewer jobs than this ahead of
+// the others cost them a few milliseconds.
+const MinFloodDeliveries = 16
+
 // flooding reports whether mine of tenant's deliveries in g, which holds
-// total deliveries, would flood it: FloodDeliveries of them, or more than
-// twice the other tenants' average.
+// total deliveries, would flood it: FloodDeliveries of them, or at least
+// MinFloodDeliveries and more than twice the other tenants' average.
 func (g *jobGroups) flooding(tenant string, mine, total int) bool {
 	if mine >= FloodDeliveries {
 		return true
+	}
+	if mine < MinFloodDeliveries {
+		return false
 	}
 	others := len(g.perTenant) - 1
 	if others == 0 {
