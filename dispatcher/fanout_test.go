@@ -311,3 +311,14 @@ func TestClaimInTurnFiltersEachTenantsMessages(t *testing.T) {
 	}
 	require.Equal(t, want, got, "small's filter and eu's channel refuse the quiet message; late takes the fourth of the flood only")
 }
+
+// A wide transaction holding other tenants' messages commits at
+// SharedWideFanOutLimit, since they wait for its commit; one tenant's wide
+// backlog alone fills WideFanOutLimit; narrow messages fill FanOutLimit.
+func TestWideFanOutCommitsSoonerWhenShared(t *testing.T) {
+	t.Parallel()
+	require.True(t, wideEnough(SharedWideFanOutLimit, 21, 21), "one noisy message beside 20 tenants' commits")
+	require.False(t, wideEnough(SharedWideFanOutLimit, 5, 1), "one tenant's wide backlog goes on claiming")
+	require.True(t, wideEnough(WideFanOutLimit, 20, 1))
+	require.False(t, wideEnough(SharedWideFanOutLimit, SharedWideFanOutLimit, 5), "narrow messages are not wide")
+}
