@@ -84,8 +84,7 @@ WHERE id IN (
            OR state = 'available' AND priority > 1)
     ORDER BY scheduled_at, id
     LIMIT $2
-    FOR UPDATE SKIP LOCKED)
-  AND state IN ('scheduled', 'available')`
+    FOR UPDATE SKIP LOCKED)`
 
 	// cancelDelivery stops a pending delivery of generation $3 whose
 	// endpoint is disabled. A delivery requeued since its job loaded it (the
