@@ -9,6 +9,7 @@ import (
 	"github.com/chromedp/chromedp"
 	"github.com/stretchr/testify/require"
 
+	"github.com/heraldhq/herald/internal/browsertest"
 	"github.com/heraldhq/herald/internal/webhooktest"
 )
 
@@ -52,7 +53,7 @@ func TestBrowserEndpointAuthentication(t *testing.T) {
 	require.NotContains(t, tb.text("main"), "gw-token-42")
 
 	publish(t, b.pool, "acme", "invoice.paid", "inv_1")
-	require.Eventually(t, func() bool { return receiver.Count() == 1 }, stepTimeout, 50*time.Millisecond)
+	require.Eventually(t, func() bool { return receiver.Count() == 1 }, browsertest.StepTimeout, 50*time.Millisecond)
 	require.Equal(t, "Bearer gw-token-42", receiver.Requests()[0].Header.Get("Authorization"))
 
 	tb.open(endpointPage + "/edit")
@@ -67,6 +68,6 @@ func TestBrowserEndpointAuthentication(t *testing.T) {
 	require.Contains(t, tb.text(".flash"), "Endpoint saved.")
 
 	publish(t, b.pool, "acme", "invoice.paid", "inv_2")
-	require.Eventually(t, func() bool { return receiver.Count() == 2 }, stepTimeout, 50*time.Millisecond)
+	require.Eventually(t, func() bool { return receiver.Count() == 2 }, browsertest.StepTimeout, 50*time.Millisecond)
 	require.Equal(t, "Bearer gw-token-42", receiver.Requests()[1].Header.Get("Authorization"), "an empty secret field keeps the token")
 }

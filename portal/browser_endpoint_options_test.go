@@ -9,6 +9,7 @@ import (
 	"github.com/chromedp/chromedp"
 	"github.com/stretchr/testify/require"
 
+	"github.com/heraldhq/herald/internal/browsertest"
 	"github.com/heraldhq/herald/internal/webhooktest"
 	"github.com/heraldhq/herald/outbox"
 )
@@ -102,7 +103,7 @@ func (tb *tab) html() string {
 
 func (tb *tab) eval(js string) string {
 	tb.t.Helper()
-	ctx, cancel := context.WithTimeout(tb.ctx, stepTimeout)
+	ctx, cancel := context.WithTimeout(tb.ctx, browsertest.StepTimeout)
 	defer cancel()
 	s, err := chromedp.Run(ctx, chromedp.Evaluate[string](js))
 	require.NoError(tb.t, err, js)

@@ -22,6 +22,7 @@ import (
 	"github.com/heraldhq/herald/api"
 	"github.com/heraldhq/herald/delivery"
 	"github.com/heraldhq/herald/dispatcher"
+	"github.com/heraldhq/herald/internal/browsertest"
 	"github.com/heraldhq/herald/internal/pgtest"
 	"github.com/heraldhq/herald/internal/ssrf"
 	"github.com/heraldhq/herald/internal/webhooktest"
@@ -178,7 +179,7 @@ func TestBrowserFlowEndpointTestEventFailureResendReplay(t *testing.T) {
 	tb.do("the progress reaches 100%", chromedp.Poll[chromedp.Void](
 		`document.querySelector('[data-field="state"]').textContent === 'finished' &&
 		 document.querySelector('[data-field="percent"]').textContent === '100'`,
-		chromedp.WithPollingTimeout(stepTimeout), chromedp.WithPollingInterval(100*time.Millisecond)))
+		chromedp.WithPollingTimeout(browsertest.StepTimeout), chromedp.WithPollingInterval(100*time.Millisecond)))
 	require.Equal(t, "2", tb.text(`[data-field="total"]`), "the test event and the invoice")
 	require.Equal(t, "2", tb.text(`[data-field="done"]`))
 	bar, err := chromedp.Run(tb.ctx, chromedp.Evaluate[bool](`(() => { const p = document.getElementById('replay-progress'); return p.value === p.max })()`))
@@ -204,7 +205,7 @@ func TestBrowserFlowEndpointTestEventFailureResendReplay(t *testing.T) {
     (SELECT count(*) FROM herald.messages WHERE tenant_id = 'acme' AND dispatched_at IS NULL)
   + (SELECT count(*) FROM herald.deliveries WHERE tenant_id = 'acme' AND status = 'pending')`).Scan(&unsettled)
 		return err == nil && unsettled == 0
-	}, stepTimeout, 50*time.Millisecond, "the new deliveries settle")
+	}, browsertest.StepTimeout, 50*time.Millisecond, "the new deliveries settle")
 	tb.open("/portal/messages?status=pending")
 	require.Contains(t, tb.text("main"), "No messages match")
 	tb.open("/portal/messages")

@@ -10,6 +10,7 @@ import (
 	"github.com/chromedp/chromedp"
 	"github.com/stretchr/testify/require"
 
+	"github.com/heraldhq/herald/internal/browsertest"
 	"github.com/heraldhq/herald/internal/webhooktest"
 	"github.com/heraldhq/herald/store"
 )
@@ -31,7 +32,7 @@ func TestBrowserReceiverCheck(t *testing.T) {
 	require.Contains(t, tb.text("h1"), "Receiver check")
 	checkPage := tb.location()
 	// The test never reloads: the page does, while the check runs.
-	deadline := time.Now().Add(stepTimeout)
+	deadline := time.Now().Add(browsertest.StepTimeout)
 	for {
 		state, err := chromedp.Run(tb.ctx, chromedp.Evaluate[string](`((el) => el ? el.innerText : "")(document.querySelector(".check-state"))`))
 		if err == nil && strings.HasPrefix(state, "Finished") {

@@ -2,96 +2,23 @@ package portal_test
 
 import (
 	"context"
-	"errors"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"regexp"
 	"strconv"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
 	"github.com/chromedp/chromedp"
 	"github.com/stretchr/testify/require"
+
+	"github.com/heraldhq/herald/internal/browsertest"
 )
 
-// The browser tests drive Debian's chromium, headless. One browser serves
-// the whole test binary; each test gets its own browser context (its own
-// cookies, like a separate private window) and tab.
-
-// chromiumPath is where Debian's chromium package installs the browser.
-const chromiumPath = "/usr/bin/chromium"
-
-// stepTimeout bounds one browser step (a navigation, a click, a wait); the
-// flows wait on background work, so it is generous.
-const stepTimeout = 45 * time.Second
-
-var (
-	browserOnce   sync.Once
-	browserCtx    context.Context
-	browserCancel context.CancelFunc
-	browserErr    error
-)
-
-// sharedBrowser starts chromium the first time a test asks for it.
-func sharedBrowser(t *testing.T) context.Context {
-	t.Helper()
-	browserOnce.Do(func() {
-		path := chromiumPath
-		if _, err := os.Stat(path); err != nil {
-			found, lookErr := exec.LookPath("chromium")
-			if lookErr != nil {
-				browserErr = errors.New("chromium is not installed at " + chromiumPath + "; the portal's browser tests need it: apt-get install -y chromium")
-				return
-			}
-			path = found
-		}
-		dataDir, err := os.MkdirTemp("", "herald-chromium-")
-		if err != nil {
-			browserErr = err
-			return
-		}
-		opts := append(chromedp.DefaultExecAllocatorOptions[:],
-			chromedp.ExecPath(path),
-			chromedp.Headless,
-			chromedp.NoSandbox,
-			chromedp.DisableGPU,
-			chromedp.NoFirstRun,
-			chromedp.Flag("disable-background-networking", true),
-			chromedp.Flag("disable-dev-shm-usage", true),
-			chromedp.UserDataDir(dataDir),
-			chromedp.WindowSize(1280, 900),
-		)
-		allocCtx, allocCancel := chromedp.NewExecAllocator(context.Background(), opts...)
-		ctx, cancel := chromedp.NewContext(allocCtx)
-		if err := chromedp.Do(ctx); err != nil {
-			cancel()
-			allocCancel()
-			_ = os.RemoveAll(dataDir)
-			browserErr = errors.New("start chromium: " + err.Error())
-			return
-		}
-		browserCtx = ctx
-		browserCancel = func() {
-			cancel()
-			allocCancel()
-			_ = os.RemoveAll(dataDir)
-		}
-	})
-	if browserErr != nil {
-		t.Fatal(browserErr)
-	}
-	return browserCtx
-}
-
-// stopBrowser ends the shared browser, if one was started; TestMain calls it.
-func stopBrowser() {
-	if browserCancel != nil {
-		browserCancel()
-	}
-}
+// The browser tests drive Debian's chromium, headless, through
+// internal/browsertest: one browser serves the whole test binary; each test
+// gets its own private window (its own cookies) and tab.
 
 // tab is one test's browser window.
 type tab struct {
@@ -105,10 +32,7 @@ type tab struct {
 // its path logged.
 func newTab(t *testing.T, base string) *tab {
 	t.Helper()
-	ctx, cancel := chromedp.NewContext(sharedBrowser(t), chromedp.WithNewBrowserContext())
-	t.Cleanup(cancel)
-	require.NoError(t, chromedp.Do(ctx), "open a browser tab")
-	tb := &tab{t: t, ctx: ctx, base: base}
+	tb := &tab{t: t, ctx: browsertest.NewWindow(t), base: base}
 	t.Cleanup(func() {
 		if t.Failed() {
 			tb.saveFailureScreenshot()
@@ -143,9 +67,7 @@ func (tb *tab) saveFailureScreenshot() {
 // do runs browser steps, failing the test with what was being done.
 func (tb *tab) do(what string, steps ...chromedp.Action[chromedp.Void]) {
 	tb.t.Helper()
-	ctx, cancel := context.WithTimeout(tb.ctx, stepTimeout)
-	defer cancel()
-	require.NoError(tb.t, chromedp.Do(ctx, steps...), what)
+	browsertest.Do(tb.t, tb.ctx, what, steps...)
 }
 
 // open navigates to a path on the server and waits for the page's body.
@@ -165,7 +87,7 @@ func (tb *tab) signIn(link string) {
 // text returns the visible text of the first element matching a CSS selector.
 func (tb *tab) text(selector string) string {
 	tb.t.Helper()
-	ctx, cancel := context.WithTimeout(tb.ctx, stepTimeout)
+	ctx, cancel := context.WithTimeout(tb.ctx, browsertest.StepTimeout)
 	defer cancel()
 	s, err := chromedp.Run(ctx, chromedp.Text(chromedp.CSS(selector)))
 	require.NoError(tb.t, err, "read text of %s", selector)
@@ -184,7 +106,7 @@ func (tb *tab) location() string {
 // and waits for the next page.
 func (tb *tab) clickAndLoad(what, selector string) {
 	tb.t.Helper()
-	ctx, cancel := context.WithTimeout(tb.ctx, stepTimeout)
+	ctx, cancel := context.WithTimeout(tb.ctx, browsertest.StepTimeout)
 	defer cancel()
 	_, err := chromedp.RunResponse(ctx, chromedp.Click(chromedp.CSS(selector)))
 	require.NoError(tb.t, err, what)
@@ -194,7 +116,7 @@ func (tb *tab) clickAndLoad(what, selector string) {
 // selector, or "" when there is none yet, without waiting.
 func (tb *tab) textNow(selector string) string {
 	tb.t.Helper()
-	ctx, cancel := context.WithTimeout(tb.ctx, stepTimeout)
+	ctx, cancel := context.WithTimeout(tb.ctx, browsertest.StepTimeout)
 	defer cancel()
 	s, err := chromedp.Run(ctx, chromedp.Evaluate[string](`((el) => el ? el.innerText : "")(document.querySelector(`+strconv.Quote(selector)+`))`))
 	require.NoError(tb.t, err, "read text of %s", selector)
@@ -205,7 +127,7 @@ func (tb *tab) textNow(selector string) string {
 // person would while background work (a delivery, a retry) happens.
 func (tb *tab) reloadUntil(what, selector, want string) {
 	tb.t.Helper()
-	deadline := time.Now().Add(stepTimeout)
+	deadline := time.Now().Add(browsertest.StepTimeout)
 	for {
 		got := tb.textNow(selector)
 		if strings.Contains(got, want) {

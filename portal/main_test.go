@@ -9,7 +9,6 @@ import (
 
 func TestMain(m *testing.M) {
 	code := m.Run()
-	stopBrowser()
 	browsertest.Stop()
 	os.Exit(code)
 }

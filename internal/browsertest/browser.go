@@ -1,7 +1,7 @@
-// Package browsertest drives Debian's chromium, headless, for browser tests
-// that need more than one origin: one browser per test binary that accepts
-// the throwaway TLS certificates tests serve on loopback, and a private
-// window (its own cookies) per test.
+// Package browsertest drives Debian's chromium, headless, for the browser
+// tests (the portal's, the queue dashboard's): one browser per test binary
+// that accepts the throwaway TLS certificates tests serve on loopback, and
+// a private window (its own cookies) per test.
 package browsertest
 
 import (
