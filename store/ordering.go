@@ -1,5 +1,7 @@
 package store
 
+import "slices"
+
 // Ordering is an endpoint's delivery order: the values of
 // herald.endpoints.ordering (migrations/0030_ordered_delivery.sql).
 type Ordering string
@@ -24,5 +26,5 @@ func Orderings() []Ordering {
 
 // Valid reports whether o is one of Orderings.
 func (o Ordering) Valid() bool {
-	return o == OrderingNone || o == OrderingObject
+	return slices.Contains(Orderings(), o)
 }

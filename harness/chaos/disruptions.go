@@ -101,7 +101,6 @@ func runFaults(ctx context.Context, h *harness, r *Report) error {
 				return err
 			}
 			end := time.Now()
-			r.outages = append(r.outages, window{from: start, to: end})
 			r.PostgresRestarts++
 			r.Downtime += end.Sub(start)
 			logger.Info("chaos: databases back", "after", time.Since(start).Round(time.Millisecond))

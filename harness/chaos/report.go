@@ -37,8 +37,6 @@ type Report struct {
 	// they lasted.
 	PostgresRestarts int
 	Downtime         time.Duration
-	// outages are when the databases were away.
-	outages []window
 
 	// Attempts counts the rows of the dispatchers' attempt log;
 	// AttemptsSucceeded those that succeeded, Retries those that failed and
@@ -125,11 +123,6 @@ type Report struct {
 	// Problems lists every check that failed; empty means the run passed.
 	Problems []string
 }
-
-// window is a span of time.
-type window struct{ from, to time.Time }
-
-func (w window) contains(t time.Time) bool { return !t.Before(w.from) && !t.After(w.to) }
 
 func (r *Report) problem(format string, args ...any) {
 	r.Problems = append(r.Problems, fmt.Sprintf(format, args...))
