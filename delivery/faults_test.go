@@ -380,7 +380,7 @@ func TestUnreadableCredentialsAreNotChargedToTheEndpoint(t *testing.T) {
 	require.Equal(t, 1.0, faults(t, b.metrics, delivery.FaultCredentials))
 
 	credentials.store.Store(b.store)
-	result, err = b.worker.WorkJob(ctx, t, b.tx, result.Job)
+	_, err = b.worker.WorkJob(ctx, t, b.tx, result.Job)
 	require.NoError(t, err)
 	require.Equal(t, 1, r.Count(), "sent once the credentials open")
 	require.Equal(t, "Bearer t", r.Requests()[0].Header.Get("Authorization"))

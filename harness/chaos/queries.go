@@ -154,8 +154,6 @@ WHERE kind = ANY($3) AND id > $2 AND state = 'completed'
 	// selectDeliveryStatus is the status of message $1's delivery to endpoint
 	// $2.
 	selectDeliveryStatus = `SELECT status FROM herald.deliveries WHERE message_id = $1 AND endpoint_id = $2`
-	// selectRunningReplays counts the replays not yet completed.
-	selectRunningReplays = `SELECT count(*) FROM herald.replays WHERE status <> 'completed'`
 	// selectDeadLetterIDs lists the consumer's dead letters.
 	selectDeadLetterIDs = `SELECT webhook_id, attempts FROM webhook_inbox.events WHERE dead_at IS NOT NULL ORDER BY webhook_id`
 	// selectClientsAttempting lists the River clients that started a job
