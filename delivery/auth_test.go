@@ -346,6 +346,35 @@ func TestMutualTLSTransportKeepsTheSSRFGuard(t *testing.T) {
 	require.Zero(t, requests.Load())
 }
 
+// An endpoint's own transport (mutual TLS) keeps the worker's response
+// header limit: a receiver that answers with 9 MiB of headers fails the
+// attempt without being read into memory.
+func TestMutualTLSTransportKeepsTheResponseHeaderLimit(t *testing.T) {
+	t.Parallel()
+	b, ctx := setup(t, delivery.Config{Policy: once, Transport: ssrf.New(netip.MustParsePrefix("127.0.0.0/8")).Transport()})
+	ca := webhooktest.NewCA(t)
+	var requests atomic.Int64
+	server := httptest.NewUnstartedServer(http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) {
+		requests.Add(1)
+		value := strings.Repeat("x", 1<<20)
+		for i := range 9 {
+			w.Header().Set(fmt.Sprintf("X-Huge-%d", i), value)
+		}
+		w.WriteHeader(http.StatusOK)
+	}))
+	server.TLS = &tls.Config{ClientAuth: tls.RequireAndVerifyClientCert, ClientCAs: ca.Pool}
+	server.StartTLS()
+	t.Cleanup(server.Close)
+	certPEM, keyPEM := ca.IssueClient(t, "herald", time.Now().Add(time.Hour))
+	endpoint := b.endpoint(t, ctx, server.URL)
+	b.setTLS(t, ctx, endpoint, &endpointauth.TLS{ClientCertificate: certPEM, ClientKey: keyPEM, CABundle: serverCA(server)})
+
+	id := b.enqueue(t, ctx, b.message(t, ctx), endpoint)
+	d := b.waitStatus(t, ctx, id, "failed")
+	require.Equal(t, int64(1), requests.Load(), "the request was made, with the client certificate")
+	require.Contains(t, *d.LastError, "server response headers exceeded 65536 bytes")
+}
+
 // The token request is an outgoing request like a delivery: the SSRF guard
 // refuses a token endpoint on a blocked address, and nothing is sent.
 func TestOAuth2TokenRequestGoesThroughTheSSRFGuard(t *testing.T) {

@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/google/uuid"
+	"github.com/prometheus/client_golang/prometheus"
 	"github.com/stretchr/testify/require"
 
 	"github.com/heraldhq/herald/delivery"
@@ -98,7 +99,9 @@ func TestBreakerHoldsDeadEndpointToOneProbe(t *testing.T) {
 	healthy := webhooktest.NewReceiver(t, webhooktest.Status(200))
 	b.endpoint(t, ctx, tenant, healthy.URL)
 
-	b.start(t, dispatcher.Config{Workers: workers, Delivery: delivery.Config{Timeout: timeout}})
+	metrics := prometheus.NewRegistry()
+	b.start(t, dispatcher.Config{Workers: workers, Delivery: delivery.Config{Timeout: timeout, Registerer: metrics}})
+	require.Zero(t, metric(t, metrics, "herald_endpoint_breakers_open"))
 	for range messages {
 		b.publish(t, ctx, event("invoice.paid"))
 	}
@@ -107,6 +110,8 @@ func TestBreakerHoldsDeadEndpointToOneProbe(t *testing.T) {
 		require.NoError(t, b.pool.QueryRow(ctx, "SELECT count(*) FROM herald.attempts WHERE endpoint_id = $1", deadID).Scan(&timedOut))
 		return timedOut >= 3
 	}, time.Minute, 10*time.Millisecond, "the dead endpoint's first attempts never ended")
+	require.Eventually(t, func() bool { return metric(t, metrics, "herald_endpoint_breakers_open") == 1 },
+		10*time.Second, 10*time.Millisecond, "the breakers-open gauge counts the dead endpoint")
 
 	// Every attempt that was in flight when the breaker opened ends within
 	// the timeout; after that, one probe at a time.

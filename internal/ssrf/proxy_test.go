@@ -1,6 +1,8 @@
 package ssrf_test
 
 import (
+	"net/http"
+	"net/http/httptest"
 	"net/netip"
 	"net/url"
 	"testing"
@@ -97,4 +99,20 @@ func TestParseProxy(t *testing.T) {
 		require.ErrorContains(t, err, problem, raw)
 		require.ErrorContains(t, err, ssrf.EnvEgressProxy, raw)
 	}
+}
+
+// The egress proxy's transport keeps the response header limit: a
+// receiver reached through a real CONNECT proxy that answers with 9 MiB of
+// headers fails the request instead of being read into memory.
+func TestProxyTransportLimitsResponseHeaders(t *testing.T) {
+	t.Parallel()
+	server := httptest.NewServer(http.HandlerFunc(hugeHeaders))
+	t.Cleanup(server.Close)
+	proxy := webhooktest.NewConnectProxy(t)
+	transport := ssrf.New(netip.MustParsePrefix("127.0.0.0/8")).ProxyTransport(proxyURL(t, proxy, ""))
+	require.EqualValues(t, ssrf.MaxResponseHeaderBytes, transport.MaxResponseHeaderBytes)
+
+	err := post(t, transport, server.URL)
+	require.ErrorContains(t, err, "server response headers exceeded 65536 bytes")
+	require.Equal(t, 1, proxy.Accepted(), "the request went through the proxy")
 }
