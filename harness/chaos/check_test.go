@@ -13,8 +13,8 @@ import (
 )
 
 // A run that cannot account for a request names its delivery's jobs, with
-// their state, runs and errors, so that the failure can be looked into
-// after the run's databases are gone.
+// their state, runs (every client that ran them) and errors, so that the
+// failure can be looked into after the run's databases are gone.
 func TestDescribeJobsOfUnaccountedRequests(t *testing.T) {
 	t.Parallel()
 	ctx := t.Context()
@@ -23,7 +23,7 @@ func TestDescribeJobsOfUnaccountedRequests(t *testing.T) {
 	t.Cleanup(pool.Close)
 	d := testfactory.Delivery(t, pool, nil)
 	_, err = pool.Exec(ctx, `INSERT INTO herald.river_job (kind, args, state, attempt, max_attempts, attempted_at, attempted_by, errors, finalized_at)
-VALUES ($1, jsonb_build_object('delivery_ids', jsonb_build_array($3::text)), 'running', 2, 25, now(), '{dispatcher-0}',
+VALUES ($1, jsonb_build_object('delivery_ids', jsonb_build_array($3::text)), 'running', 2, 25, now(), '{dispatcher-1,dispatcher-0}',
         ARRAY[jsonb_build_object('at', now() - interval '5 seconds', 'attempt', 1, 'error', 'record 7 attempts: conn closed')], NULL),
        ($2, jsonb_build_object('delivery_id', $3::text), 'completed', 1, 25, now(), '{dispatcher-1}', '{}', now())`,
 		delivery.BatchKind, delivery.Kind, d.ID)
@@ -37,7 +37,7 @@ VALUES ($1, jsonb_build_object('delivery_ids', jsonb_build_array($3::text)), 'ru
 	for _, want := range []string{
 		delivery.MessageHeaderID(d.MessageID),
 		"(" + delivery.BatchKind + ") running, attempt 2",
-		"by dispatcher-0",
+		"by [dispatcher-1, dispatcher-0]",
 		"record 7 attempts: conn closed",
 		"(" + delivery.Kind + ") completed, attempt 1",
 	} {

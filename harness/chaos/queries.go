@@ -97,10 +97,12 @@ CROSS JOIN LATERAL unnest(j.errors) AS e
 WHERE j.kind = ANY($1)`
 	// selectJobsOfMessages describes every delivery job of the kinds $2
 	// that sends a delivery of the messages $1: one line per job, its
-	// state, runs and errors, in the order the jobs were made.
-	selectJobsOfMessages = `SELECT format('%s job %s (%s) %s, attempt %s, attempted %s by %s, finalized %s, errors [%s]',
+	// state, runs and errors, in the order the jobs were made. It names
+	// every River client that ran the job, oldest first, so that a run
+	// River kept no other trace of still shows.
+	selectJobsOfMessages = `SELECT format('%s job %s (%s) %s, attempt %s, attempted %s, by [%s], finalized %s, errors [%s]',
     'msg_' || d.message_id, j.id, j.kind, j.state, j.attempt,
-    to_char(j.attempted_at AT TIME ZONE 'UTC', 'HH24:MI:SS.MS'), coalesce(j.attempted_by[cardinality(j.attempted_by)], '-'),
+    to_char(j.attempted_at AT TIME ZONE 'UTC', 'HH24:MI:SS.MS'), array_to_string(j.attempted_by, ', '),
     coalesce(to_char(j.finalized_at AT TIME ZONE 'UTC', 'HH24:MI:SS.MS'), '-'),
     (SELECT string_agg(to_char((e->>'at')::timestamptz AT TIME ZONE 'UTC', 'HH24:MI:SS.MS') || ' ' || left(e->>'error', 80), ', ') FROM unnest(j.errors) AS e))
 FROM herald.river_job j
