@@ -356,11 +356,7 @@ func TestMutualTLSTransportKeepsTheResponseHeaderLimit(t *testing.T) {
 	var requests atomic.Int64
 	server := httptest.NewUnstartedServer(http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) {
 		requests.Add(1)
-		value := strings.Repeat("x", 1<<20)
-		for i := range 9 {
-			w.Header().Set(fmt.Sprintf("X-Huge-%d", i), value)
-		}
-		w.WriteHeader(http.StatusOK)
+		hugeHeaders(w)
 	}))
 	server.TLS = &tls.Config{ClientAuth: tls.RequireAndVerifyClientCert, ClientCAs: ca.Pool}
 	server.StartTLS()

@@ -70,19 +70,23 @@ func TestDefaultTransportIgnoresHTTPProxy(t *testing.T) {
 	require.Contains(t, *d.LastError, "198.51.100.7 is reserved for documentation")
 }
 
+// hugeHeaders answers 200 with 9 MiB of headers, far over the transport's
+// limit (ssrf.MaxResponseHeaderBytes).
+func hugeHeaders(w http.ResponseWriter) {
+	value := strings.Repeat("x", 1<<20)
+	for i := range 9 {
+		w.Header().Set(fmt.Sprintf("X-Huge-%d", i), value)
+	}
+	w.WriteHeader(http.StatusOK)
+}
+
 // An endpoint answering with 9 MiB of headers (under Go's default limit of
 // 10 MiB) gets a failed attempt that says why, instead of 9 MiB of memory
 // for every worker it holds.
 func TestHugeResponseHeadersFailTheAttempt(t *testing.T) {
 	t.Parallel()
 	b, ctx := setup(t, delivery.Config{Policy: once})
-	r := webhooktest.NewReceiver(t, func(_ int, w http.ResponseWriter, _ *http.Request) {
-		value := strings.Repeat("x", 1<<20)
-		for i := range 9 {
-			w.Header().Set(fmt.Sprintf("X-Huge-%d", i), value)
-		}
-		w.WriteHeader(http.StatusOK)
-	})
+	r := webhooktest.NewReceiver(t, func(_ int, w http.ResponseWriter, _ *http.Request) { hugeHeaders(w) })
 
 	id := b.enqueue(t, ctx, b.message(t, ctx), b.endpoint(t, ctx, r.URL))
 	d := b.waitStatus(t, ctx, id, "failed")
