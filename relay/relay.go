@@ -44,6 +44,7 @@ import (
 	"time"
 
 	"github.com/google/uuid"
+	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgxpool"
 )
 
@@ -70,13 +71,27 @@ const (
 	SourceMaxConns = 3
 )
 
+// SourceQueryExecMode is how a source's pool must run statements: each
+// planned for its arguments and the outbox as it is at that moment. An
+// outbox swings between empty and a backlog (Herald down for an hour)
+// faster than ANALYZE follows it, and pgx's default mode, which prepares
+// each statement once per connection, lets Postgres keep one generic plan
+// for it after five runs: a plan made while the outbox held a few hundred
+// rows scans it whole once it holds a backlog. In a split bench run that
+// plan made the claim and the mark take 12 to 14 ms a step after a
+// minute, and the end-to-end latency climbed with them.
+const SourceQueryExecMode = pgx.QueryExecModeCacheDescribe
+
 // Source is one producer database, opened.
 type Source struct {
 	// Name identifies the source (ValidateSourceName); it is stored on
 	// every message relayed from it, in herald.messages.source.
 	Name string
 	// Pool is the producer's database, with the producer's outbox
-	// installed (producer.Apply). SourceMaxConns connections suffice.
+	// installed (producer.Apply), running statements in
+	// SourceQueryExecMode (default_query_exec_mode=cache_describe in its
+	// URL, or the pool config's ConnConfig.DefaultQueryExecMode).
+	// SourceMaxConns connections suffice.
 	Pool *pgxpool.Pool
 }
 
@@ -144,6 +159,9 @@ func New(cfg Config) (*Relay, error) {
 		seen[s.Name] = true
 		if s.Pool == nil {
 			return nil, fmt.Errorf("relay: source %s has no pool", s.Name)
+		}
+		if s.Pool.Config().ConnConfig.DefaultQueryExecMode == pgx.QueryExecModeCacheStatement {
+			return nil, fmt.Errorf("relay: source %s's pool prepares each statement once (cache_statement, pgx's default), so Postgres may keep a plan made while the outbox was small; open it with default_query_exec_mode=cache_describe in its URL or ConnConfig.DefaultQueryExecMode = relay.SourceQueryExecMode", s.Name)
 		}
 	}
 	return &Relay{

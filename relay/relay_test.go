@@ -274,9 +274,11 @@ func TestNewRefusesBadSources(t *testing.T) {
 		want    string
 	}{
 		"none":     {nil, "Config.Sources is empty"},
-		"bad name": {[]relay.Source{{Name: "Billing", Pool: b.producer}}, `source name "Billing" is not valid`},
-		"twice":    {[]relay.Source{{Name: "a", Pool: b.producer}, {Name: "a", Pool: b.producer}}, "two sources are named a"},
+		"bad name": {[]relay.Source{{Name: "Billing", Pool: b.source}}, `source name "Billing" is not valid`},
+		"twice":    {[]relay.Source{{Name: "a", Pool: b.source}, {Name: "a", Pool: b.source}}, "two sources are named a"},
 		"no pool":  {[]relay.Source{{Name: "a"}}, "source a has no pool"},
+		"statements prepared once": {[]relay.Source{{Name: "a", Pool: b.producer}},
+			"source a's pool prepares each statement once (cache_statement, pgx's default), so Postgres may keep a plan made while the outbox was small; open it with default_query_exec_mode=cache_describe"},
 	} {
 		_, err := relay.New(relay.Config{Pool: b.herald, Sources: tc.sources})
 		require.ErrorContains(t, err, tc.want, name)

@@ -28,17 +28,22 @@ const (
 // testBundle is split mode in miniature: Herald's database and a
 // producer's, two scratch databases on the test server.
 type testBundle struct {
-	herald   *pgxpool.Pool
+	herald *pgxpool.Pool
+	// producer is the producer's application pool, which publishes;
+	// source is the relay's pool on the same database.
 	producer *pgxpool.Pool
+	source   *pgxpool.Pool
 	store    *store.Store
 }
 
 func setup(t *testing.T) (*testBundle, context.Context) {
 	t.Helper()
 	ctx := context.Background()
+	producerURL := pgtest.NewDatabase(t, relay.ProducerTemplate)
 	b := &testBundle{
 		herald:   open(t, pgtest.NewDatabase(t, pgtest.Herald), 4),
-		producer: open(t, pgtest.NewDatabase(t, relay.ProducerTemplate), 4),
+		producer: open(t, producerURL, 4),
+		source:   openSource(t, producerURL),
 	}
 	box, err := secretbox.Parse(secretbox.Generate())
 	require.NoError(t, err)
@@ -57,13 +62,22 @@ func open(t *testing.T, url string, maxConns int32) *pgxpool.Pool {
 	return pool
 }
 
+// openSource opens url as the dispatcher opens a source.
+func openSource(t *testing.T, url string) *pgxpool.Pool {
+	t.Helper()
+	pool, err := database.Open(context.Background(), url, database.Options{MaxConns: relay.SourceMaxConns, QueryExecMode: relay.SourceQueryExecMode})
+	require.NoError(t, err)
+	t.Cleanup(pool.Close)
+	return pool
+}
+
 // newRelay builds a relay from the bundle's producer database into its
 // Herald database; edit changes the configuration first.
 func (b *testBundle) newRelay(t *testing.T, edit func(*relay.Config)) *relay.Relay {
 	t.Helper()
 	cfg := relay.Config{
 		Pool:         b.herald,
-		Sources:      []relay.Source{{Name: source, Pool: b.producer}},
+		Sources:      []relay.Source{{Name: source, Pool: b.source}},
 		PollInterval: 50 * time.Millisecond,
 		Logger:       slog.New(slog.DiscardHandler),
 	}

@@ -110,7 +110,7 @@ func openRelay(ctx context.Context, s *settings, pool *pgxpool.Pool, logger *slo
 // openSource opens one source's pool and installs the producer's outbox
 // (--migrate) or checks that it is installed.
 func openSource(ctx context.Context, s *settings, src relay.SourceURL) (*pgxpool.Pool, error) {
-	p, err := database.Open(ctx, src.URL, database.Options{MaxConns: relay.SourceMaxConns, CreateDatabase: s.db.Migrate, Timeouts: s.db.Timeouts})
+	p, err := database.Open(ctx, src.URL, database.Options{MaxConns: relay.SourceMaxConns, QueryExecMode: relay.SourceQueryExecMode, CreateDatabase: s.db.Migrate, Timeouts: s.db.Timeouts})
 	if err != nil {
 		return nil, err
 	}

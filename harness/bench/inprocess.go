@@ -62,7 +62,7 @@ func InProcess(opts InProcessOptions) StartDispatcher {
 		logger := cmp.Or(opts.Logger, slog.New(warnings{slog.Default().Handler()}))
 		var rel *relay.Relay
 		if source != "" {
-			sourcePool, err := database.Open(ctx, source, database.Options{MaxConns: relay.SourceMaxConns})
+			sourcePool, err := database.Open(ctx, source, database.Options{MaxConns: relay.SourceMaxConns, QueryExecMode: relay.SourceQueryExecMode})
 			if err != nil {
 				release()
 				return nil, err

@@ -48,6 +48,13 @@ type Options struct {
 	// Timeouts bound the waits of the pool's connections. The zero value
 	// is the defaults (see Timeouts).
 	Timeouts Timeouts
+	// QueryExecMode is how the pool's connections run statements. Zero
+	// leaves it to the URL's default_query_exec_mode, else pgx's default,
+	// pgx.QueryExecModeCacheStatement: each statement is prepared once per
+	// connection, and after five runs Postgres may keep one generic plan
+	// for it. The relay's sources need pgx.QueryExecModeCacheDescribe
+	// (relay.SourceQueryExecMode).
+	QueryExecMode pgx.QueryExecMode
 	// ApplicationName is the application_name of the pool's connections,
 	// which pg_stat_activity shows: Herald's programs give their own
 	// ("herald-api", "herald-dispatcher"), so that an operator can count
@@ -83,6 +90,9 @@ func Open(ctx context.Context, dsn string, opts Options) (*pgxpool.Pool, error) 
 		cfg.MaxConns = opts.MaxConns
 	}
 	cfg.MinConns = min(opts.MinConns, cfg.MaxConns)
+	if opts.QueryExecMode != 0 {
+		cfg.ConnConfig.DefaultQueryExecMode = opts.QueryExecMode
+	}
 	opts.Timeouts.apply(cfg)
 	if opts.ApplicationName != "" && !urlSets(&cfg.ConnConfig.Config, "application_name") {
 		cfg.ConnConfig.RuntimeParams["application_name"] = opts.ApplicationName

@@ -1,0 +1,52 @@
+package relay_test
+
+import (
+	"testing"
+	"time"
+
+	"github.com/jackc/pgx/v5"
+	"github.com/stretchr/testify/require"
+)
+
+// A source's outbox swings between empty and a backlog (Herald down for an
+// hour) faster than ANALYZE follows it. Statements prepared once and
+// planned generically while the outbox was small kept that plan as it
+// grew: in a split bench run the claim and the mark scanned the whole
+// outbox, 12 to 14 ms a step by the end of the minute, and the latency
+// climbed with it. Every relay statement is planned for the outbox as it
+// is: none runs on a generic plan.
+func TestRelayPlansEachStepForTheOutboxAsItIs(t *testing.T) {
+	t.Parallel()
+	b, ctx := setup(t)
+	stop := run(t, b.newRelay(t, nil))
+	relayed := func(i int) {
+		id := b.publish(t, ctx, invoice(i))[0].ID
+		eventually(t, 10*time.Second, "the message marked relayed", func() bool {
+			return count(t, b.producer, "SELECT count(*) FROM herald.outbox WHERE id = $1 AND relayed_at IS NOT NULL", id) == 1
+		})
+	}
+	// Small: more steps than Postgres plans for their arguments before it
+	// weighs a generic plan.
+	for i := range 12 {
+		relayed(i)
+	}
+	_, err := b.producer.Exec(ctx, `INSERT INTO herald.outbox (id, tenant_id, event_type, object_id, object_version, body, created_at, relayed_at)
+SELECT herald.uuid_v7(now() - g * interval '1 ms'), 'acme', 'invoice.paid', 'grown_' || g, 1, '{}', now(), now()
+FROM generate_series(1, 50000) g`)
+	require.NoError(t, err)
+	for i := range 3 {
+		relayed(100 + i)
+	}
+	stop()
+
+	var generic []string
+	for _, conn := range b.source.AcquireAllIdle(ctx) {
+		rows, err := conn.Query(ctx, "SELECT left(statement, 60) FROM pg_prepared_statements WHERE generic_plans > 0")
+		require.NoError(t, err)
+		names, err := pgx.CollectRows(rows, pgx.RowTo[string])
+		conn.Release()
+		require.NoError(t, err)
+		generic = append(generic, names...)
+	}
+	require.Empty(t, generic, "these relay statements ran on generic plans")
+}
