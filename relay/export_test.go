@@ -2,10 +2,16 @@ package relay
 
 import (
 	"context"
-	"github.com/heraldhq/herald/internal/pgtest"
-	"github.com/heraldhq/herald/migrations/producer"
+	"strings"
+	"testing"
 
 	"github.com/google/uuid"
+	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgxpool"
+	"github.com/stretchr/testify/require"
+
+	"github.com/heraldhq/herald/internal/pgtest"
+	"github.com/heraldhq/herald/migrations/producer"
 )
 
 // SetAfterHeraldCommit makes the relay built from cfg run f after
@@ -29,3 +35,14 @@ func (r *Relay) Prune(ctx context.Context, name string) error {
 // ProducerTemplate is a producer's database in split mode: the outbox
 // alone.
 var ProducerTemplate = pgtest.Template{Name: "producer", Fingerprint: producer.Fingerprint(), Migrate: producer.Apply}
+
+// ExplainClaim returns the plan Postgres makes on pool for a claim of
+// DefaultBatchSize.
+func ExplainClaim(t *testing.T, pool *pgxpool.Pool) string {
+	t.Helper()
+	rows, err := pool.Query(context.Background(), "EXPLAIN (COSTS OFF) "+claimOutbox, DefaultBatchSize, []uuid.UUID{})
+	require.NoError(t, err)
+	lines, err := pgx.CollectRows(rows, pgx.RowTo[string])
+	require.NoError(t, err)
+	return strings.Join(lines, "\n")
+}

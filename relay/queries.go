@@ -146,6 +146,17 @@ WHERE k.ctid = ANY (ARRAY(
     ORDER BY o.created_at
     LIMIT $2))`
 
+	// outboxNeverAnalyzed says whether the source's outbox holds rows and
+	// has never been analyzed, by hand or by autovacuum (as far as the
+	// server's statistics remember).
+	outboxNeverAnalyzed = `SELECT coalesce(s.last_analyze IS NULL AND s.last_autoanalyze IS NULL, true)
+    AND EXISTS (SELECT FROM herald.outbox)
+FROM (SELECT) AS one
+LEFT JOIN pg_stat_user_tables s ON s.relid = 'herald.outbox'::regclass`
+
+	// analyzeOutbox gathers the outbox's statistics.
+	analyzeOutbox = `ANALYZE herald.outbox`
+
 	// retentionHorizon is now less the global retention the dispatchers
 	// recorded in Herald's database (migrations/0035_tenant_retention.sql):
 	// Herald prunes its own idempotency keys there too.
