@@ -9,12 +9,16 @@ import (
 	"errors"
 	"flag"
 	"fmt"
+	"net"
 	"os"
 	"os/signal"
 	"path/filepath"
 	"runtime/pprof"
+	"strconv"
 	"strings"
 	"syscall"
+
+	"github.com/jackc/pgx/v5/pgconn"
 
 	"github.com/heraldhq/herald/cmd/internal/flagenv"
 	"github.com/heraldhq/herald/harness/bench"
@@ -76,6 +80,7 @@ Scenarios:
 	var (
 		scenarios  = fs.String("scenarios", "all", "comma-separated scenarios to run, or all")
 		dbURL      = fs.String("database-url", bench.DefaultDatabaseURL, "scratch database, dropped and recreated for every scenario")
+		producerDB = fs.String("producer-server-url", "", "the server split's producer database is made on, as deployed: a server of its own, e.g. a second local cluster, postgres://postgres@127.0.0.1:5433/postgres (the database part is only used to connect); empty means --database-url's server")
 		mode       = fs.String("dispatcher", modeProcess, "where the dispatcher runs: process (a child process, measured through /proc) or in-process (measured with getrusage, which then includes producers and receivers)")
 		binary     = fs.String("dispatcher-bin", "", "the dispatcher program for --dispatcher=process; defaults to the dispatcher next to this program (make build puts both in bin/)")
 		dispArgs   = fs.String("dispatcher-args", "", "extra space-separated flags for the dispatcher program")
@@ -122,6 +127,11 @@ Scenarios:
 	dbs, err := bench.NewScratchDatabases(*dbURL)
 	if err != nil {
 		return err
+	}
+	if *producerDB != "" {
+		if err := dbs.SetProducerServer(*producerDB); err != nil {
+			return fmt.Errorf("--producer-server-url: %w", err)
+		}
 	}
 
 	if *cpuProfile != "" {
@@ -185,6 +195,9 @@ Scenarios:
 		}
 	}
 	report, err := bench.Run(ctx, cfg, selected)
+	if *producerDB != "" {
+		report.ProducerServer = serverAddress(*producerDB)
+	}
 	if len(report.Results) > 0 {
 		report.WriteTables(os.Stdout)
 		if werr := write(report, *jsonPath, *svgPath); err == nil {
@@ -192,6 +205,16 @@ Scenarios:
 		}
 	}
 	return err
+}
+
+// serverAddress is the host:port url names, for the report: never the
+// URL, which may hold a password.
+func serverAddress(url string) string {
+	cfg, err := pgconn.ParseConfig(url)
+	if err != nil {
+		return "another server"
+	}
+	return net.JoinHostPort(cfg.Host, strconv.Itoa(int(cfg.Port)))
 }
 
 // siblingBinary returns the program to run: the one named with flag, or

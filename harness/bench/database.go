@@ -27,6 +27,11 @@ type ScratchDatabases struct {
 	name     string
 	template string
 	server   *scratchdb.Server // nil until the first New
+	// producerURL names the server NewProducer works on (SetProducerServer);
+	// empty means server. producerServer is nil until the first
+	// NewProducer there.
+	producerURL    string
+	producerServer *scratchdb.Server
 	// lock holds an advisory lock on the scratch database's name while the
 	// bench uses it: a second bench on the same name would drop the first
 	// one's database under it.
@@ -61,13 +66,30 @@ func (s *ScratchDatabases) New(ctx context.Context) (string, func() error, error
 	return s.url, drop, nil
 }
 
-// Close drops the template and lets another bench use the name.
+// SetProducerServer makes NewProducer work on the server url names (its
+// database part is only used to connect) instead of the scratch
+// database's: split mode as deployed, the producer's database on a server
+// of its own, with its own WAL, locks and notification queue.
+func (s *ScratchDatabases) SetProducerServer(url string) error {
+	if _, err := database.ParseURL(url); err != nil {
+		return fmt.Errorf("producer server: %w", err)
+	}
+	s.producerURL = url
+	return nil
+}
+
+// Close drops the template, and the producer database if it is on a
+// server of its own, and lets another bench use the name.
 func (s *ScratchDatabases) Close(ctx context.Context) error {
+	var err error
+	if s.producerServer != nil {
+		err = s.producerServer.DropAll(ctx)
+	}
 	if s.server == nil {
-		return nil
+		return err
 	}
 	defer func() { _ = s.lock.Release(context.WithoutCancel(ctx)) }()
-	return s.server.DropAll(ctx)
+	return errors.Join(err, s.server.DropAll(ctx))
 }
 
 // start takes the advisory lock on the scratch database's name, or says
@@ -95,20 +117,32 @@ func (s *ScratchDatabases) start(ctx context.Context) error {
 
 // NewProducer makes the split scenarios' producer database: the producer's
 // outbox alone (producer.Apply), under the scratch database's name with
-// "_producer" appended. It returns its URL and a function that drops it;
-// Close drops it too.
+// "_producer" appended, on the scratch database's server or the one
+// SetProducerServer named. It returns its URL and a function that drops
+// it; Close drops it too.
 func (s *ScratchDatabases) NewProducer(ctx context.Context) (string, func() error, error) {
 	if s.server == nil {
 		if err := s.start(ctx); err != nil {
 			return "", nil, err
 		}
 	}
+	server := s.server
+	if s.producerURL != "" {
+		if s.producerServer == nil {
+			other, err := scratchdb.Open(ctx, s.producerURL)
+			if err != nil {
+				return "", nil, fmt.Errorf("producer server: %w", err)
+			}
+			s.producerServer = other
+		}
+		server = s.producerServer
+	}
 	name := s.name + "_producer"
-	url, err := s.server.Create(ctx, name, producer.Apply)
+	url, err := server.Create(ctx, name, producer.Apply)
 	if err != nil {
 		return "", nil, fmt.Errorf("producer database: %w", err)
 	}
-	return url, func() error { return s.server.Drop(context.WithoutCancel(ctx), name) }, nil
+	return url, func() error { return server.Drop(context.WithoutCancel(ctx), name) }, nil
 }
 
 // NewFilled makes the aged scenario's database for age: migrated, then

@@ -62,3 +62,28 @@ func count(t *testing.T, url, sql string) int {
 	require.NoError(t, conn.QueryRow(context.Background(), sql).Scan(&n))
 	return n
 }
+
+// The split scenarios' producer database goes on the server
+// SetProducerServer names, with the producer's outbox, and Close drops it
+// there. (A second URL for the test server stands in for another server.)
+func TestScratchDatabasesPutTheProducerOnItsServer(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	server := pgtest.Server(t)
+	name := scratchdb.UniqueName("herald_bench_test_")
+	dbs, err := bench.NewScratchDatabases(server.URL(name))
+	require.NoError(t, err)
+	require.ErrorContains(t, dbs.SetProducerServer("postgres://[::1"), "producer server: database URL is not a valid Postgres URL")
+	require.NoError(t, dbs.SetProducerServer(server.AdminURL()))
+
+	url, drop, err := dbs.NewProducer(ctx)
+	require.NoError(t, err)
+	require.Equal(t, server.URL(name+"_producer"), url)
+	require.Zero(t, count(t, url, "SELECT count(*) FROM herald.outbox"), "the producer's outbox is installed")
+	require.NoError(t, drop())
+	_, _, err = dbs.NewProducer(ctx)
+	require.NoError(t, err)
+	require.NoError(t, dbs.Close(ctx))
+	require.Zero(t, count(t, server.AdminURL(), "SELECT count(*) FROM pg_database WHERE starts_with(datname, '"+name+"')"),
+		"Close drops the producer database on its server")
+}

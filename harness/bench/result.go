@@ -82,7 +82,10 @@ type Report struct {
 	Date       time.Time `json:"date"`
 	Machine    Machine   `json:"machine"`
 	Dispatcher string    `json:"dispatcher"`
-	Results    []Result  `json:"results"`
+	// ProducerServer is the server the split scenarios' producer database
+	// was on, host:port, when it was not the scratch database's.
+	ProducerServer string   `json:"producer_server,omitempty"`
+	Results        []Result `json:"results"`
 	// Aged is the aged scenario's comparison, fresh then aged.
 	Aged    []Age    `json:"aged,omitempty"`
 	Targets []Target `json:"targets"`

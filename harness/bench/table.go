@@ -12,8 +12,12 @@ import (
 // into docs/benchmarks.md as they are.
 func (r Report) WriteTables(w io.Writer) {
 	m := r.Machine
-	fmt.Fprintf(w, "%s · %d CPUs · %d MB · Linux %s · %s · Postgres %s (synchronous_commit=%s, fsync=%s, shared_buffers=%s) · dispatcher %s\n\n",
+	fmt.Fprintf(w, "%s · %d CPUs · %d MB · Linux %s · %s · Postgres %s (synchronous_commit=%s, fsync=%s, shared_buffers=%s) · dispatcher %s",
 		r.Date.Format("2006-01-02 15:04 MST"), m.CPUs, m.MemoryMB, m.Kernel, m.GoVersion, m.Postgres, m.SynchronousCommit, m.Fsync, m.SharedBuffers, r.Dispatcher)
+	if r.ProducerServer != "" {
+		fmt.Fprintf(w, " · split's producer database on %s", r.ProducerServer)
+	}
+	fmt.Fprint(w, "\n\n")
 
 	speed := [][]string{{"scenario", "events", "deliveries", "publish/s", "delivered/s", "drain s", "p50 ms", "p95 ms", "p99 ms", "max ms", "commit p50 ms", "commit p99 ms", "attempts/delivery"}}
 	for _, res := range r.Results {
