@@ -53,23 +53,27 @@ FROM generate_series(1, 50000) g`)
 	require.Empty(t, generic, "these relay statements ran on generic plans")
 }
 
-// On an outbox ANALYZE never saw, the planner takes the partial indexes
-// for empty (their row count is that of their creation) and looked each
-// claimed message's lower versions up along outbox_unrelayed, the whole
-// backlog for each: 3.6 s for a claim of 500 over 50,000 waiting, against
-// 3.3 ms once analyzed. A retention pass analyzes an outbox that never
-// was, as autovacuum would after its first 50 changes, which a server
-// without autovacuum never does.
-func TestRetentionAnalyzesAnOutboxNeverAnalyzed(t *testing.T) {
+// On an outbox ANALYZE never saw with rows in it, the planner takes the
+// partial indexes for empty (their row count is that of their creation)
+// and looked each claimed message's lower versions up along
+// outbox_unrelayed, the whole backlog for each: 3.6 s for a claim of 500
+// over 50,000 waiting, against 3.3 ms once analyzed. The relay analyzes
+// such an outbox the first time a claim finds rows, as autovacuum would
+// after its first 50 changes and a server without autovacuum never does;
+// the retention pass, once a minute, came too late for a bench's minute.
+func TestRelayAnalyzesAnOutboxWithoutStatistics(t *testing.T) {
 	t.Parallel()
 	b, ctx := setup(t)
+	run(t, b.newRelay(t, nil))
+	time.Sleep(200 * time.Millisecond) // the relay's first drain and retention pass find the outbox empty
+
 	_, err := b.producer.Exec(ctx, `INSERT INTO herald.outbox (id, tenant_id, event_type, object_id, object_version, body, created_at)
 SELECT herald.uuid_v7(now() + g * interval '1 ms'), 'acme', 'invoice.paid', 'inv_' || (g % 1000), g / 1000 + 1, '{}', now()
-FROM generate_series(1, 50000) g`)
+FROM generate_series(1, 20000) g`)
 	require.NoError(t, err)
-	r := b.newRelay(t, nil)
-	require.NoError(t, r.Prune(ctx, source))
-
+	eventually(t, 20*time.Second, "the outbox analyzed", func() bool {
+		return count(t, b.producer, "SELECT count(*) FROM pg_stats WHERE schemaname = 'herald' AND tablename = 'outbox'") > 0
+	})
 	plan := relay.ExplainClaim(t, b.source)
 	require.Contains(t, plan, "outbox_unrelayed_object", plan)
 }

@@ -146,13 +146,12 @@ WHERE k.ctid = ANY (ARRAY(
     ORDER BY o.created_at
     LIMIT $2))`
 
-	// outboxNeverAnalyzed says whether the source's outbox holds rows and
-	// has never been analyzed, by hand or by autovacuum (as far as the
-	// server's statistics remember).
-	outboxNeverAnalyzed = `SELECT coalesce(s.last_analyze IS NULL AND s.last_autoanalyze IS NULL, true)
-    AND EXISTS (SELECT FROM herald.outbox)
-FROM (SELECT) AS one
-LEFT JOIN pg_stat_user_tables s ON s.relid = 'herald.outbox'::regclass`
+	// outboxWithoutStats says whether the source's outbox holds rows and
+	// Postgres has no statistics on its columns: ANALYZE never ran on it
+	// while it held rows (pg_stats shows the caller what it may read,
+	// which the relay's role may).
+	outboxWithoutStats = `SELECT EXISTS (SELECT FROM herald.outbox)
+    AND NOT EXISTS (SELECT FROM pg_stats s WHERE s.schemaname = 'herald' AND s.tablename = 'outbox')`
 
 	// analyzeOutbox gathers the outbox's statistics.
 	analyzeOutbox = `ANALYZE herald.outbox`

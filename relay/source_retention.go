@@ -15,9 +15,6 @@ import (
 //     records), when Herald prunes its own: a key is honoured as long in
 //     split mode as in single mode.
 //
-// A pass also analyzes the outbox if ANALYZE never has (see
-// analyzeIfNeverAnalyzed).
-//
 // A pass runs at most every PruneInterval per source, deletes in batches
 // of PruneBatch along an index, each its own statement, and stops after
 // PruneBudget, so a backlog of relayed rows never holds a source's locks
@@ -54,9 +51,6 @@ func (r *Relay) prune(ctx context.Context, s Source) error {
 	if err := r.pool.QueryRow(ctx, retentionHorizon).Scan(&horizon); err != nil {
 		return fmt.Errorf("read Herald's retention: %w", err)
 	}
-	if err := analyzeIfNeverAnalyzed(ctx, s); err != nil {
-		return fmt.Errorf("analyze the outbox: %w", err)
-	}
 	relayed, err := deleteInBatches(ctx, s, deleteRelayed, r.relayedGrace.Seconds())
 	if err != nil {
 		return fmt.Errorf("delete relayed messages: %w", err)
@@ -90,26 +84,4 @@ func deleteInBatches(ctx context.Context, s Source, query string, horizon any) (
 			return total, nil
 		}
 	}
-}
-
-// analyzeIfNeverAnalyzed analyzes s's outbox when it holds rows and
-// neither ANALYZE nor autovacuum has analyzed it since its statistics
-// began. Until then the planner takes its partial indexes for as empty as
-// they were when the migration made them, and a claim looks each
-// message's lower versions up along outbox_unrelayed, the whole backlog
-// for each, instead of outbox_unrelayed_object: 3.6 s for a claim of 500
-// over 50,000 waiting, 3.3 ms once analyzed, even with 20 rows then.
-// Autovacuum analyzes the outbox after its first 50 changes; a server
-// without autovacuum never would. A role that does not own the table gets
-// a warning from Postgres and no statistics.
-func analyzeIfNeverAnalyzed(ctx context.Context, s Source) error {
-	var never bool
-	if err := s.Pool.QueryRow(ctx, outboxNeverAnalyzed).Scan(&never); err != nil {
-		return err
-	}
-	if !never {
-		return nil
-	}
-	_, err := s.Pool.Exec(ctx, analyzeOutbox)
-	return err
 }

@@ -28,18 +28,19 @@ func (r *Relay) runSource(ctx context.Context, s Source) {
 	var nextPrune time.Time
 	var pending *marking
 	defer func() { pending.wait() }()
+	src := &sourceRun{Source: s}
 	for ctx.Err() == nil {
 		conn, err := listen(ctx, s)
 		if err != nil {
 			if ctx.Err() == nil {
 				r.logger.ErrorContext(ctx, "listen for the source's publishes; polling until it works", "source", s.Name, "error", err)
 			}
-			pending = r.drain(ctx, s, pending)
+			pending = r.drain(ctx, src, pending)
 			nextPrune = r.pruneIfDue(ctx, s, nextPrune)
 			sleep(ctx, r.pollInterval)
 			continue
 		}
-		r.drainAndWait(ctx, s, conn, &nextPrune, &pending)
+		r.drainAndWait(ctx, src, conn, &nextPrune, &pending)
 		closeCtx, cancel := context.WithTimeout(context.WithoutCancel(ctx), listenTimeout)
 		_ = conn.Close(closeCtx)
 		cancel()
@@ -48,13 +49,13 @@ func (r *Relay) runSource(ctx context.Context, s Source) {
 
 // drainAndWait alternates draining and waiting on conn until ctx ends or
 // conn fails.
-func (r *Relay) drainAndWait(ctx context.Context, s Source, conn *pgx.Conn, nextPrune *time.Time, pending **marking) {
+func (r *Relay) drainAndWait(ctx context.Context, s *sourceRun, conn *pgx.Conn, nextPrune *time.Time, pending **marking) {
 	var followUp time.Time
 	for {
 		// Subscribed before draining, so a publish committed meanwhile
 		// still wakes the next wait.
 		*pending = r.drain(ctx, s, *pending)
-		*nextPrune = r.pruneIfDue(ctx, s, *nextPrune)
+		*nextPrune = r.pruneIfDue(ctx, s.Source, *nextPrune)
 		wait := r.pollInterval
 		if !followUp.IsZero() {
 			wait = max(time.Until(followUp), 0)
@@ -73,13 +74,21 @@ func (r *Relay) drainAndWait(ctx context.Context, s Source, conn *pgx.Conn, next
 	}
 }
 
+// sourceRun is a source and what its relay loop knows of it.
+type sourceRun struct {
+	Source
+	// statsChecked is set once ensureStats has found statistics on the
+	// outbox or tried to make them.
+	statsChecked bool
+}
+
 // drain runs relay steps on s until one claims less than a batch, or
 // moves nothing (all held back: the next drain retries them). pending is
 // the last mark of the previous drain, maybe still committing; drain
 // returns its own last one, which commits while the relay waits.
-func (r *Relay) drain(ctx context.Context, s Source, pending *marking) *marking {
+func (r *Relay) drain(ctx context.Context, s *sourceRun, pending *marking) *marking {
 	for ctx.Err() == nil {
-		claimed, moved, next, err := r.step(ctx, s, pending)
+		claimed, moved, next, err := r.step(ctx, s.Source, pending)
 		if err != nil {
 			if ctx.Err() == nil {
 				r.logger.ErrorContext(ctx, "relay from the source", "source", s.Name, "error", err)
@@ -88,6 +97,9 @@ func (r *Relay) drain(ctx context.Context, s Source, pending *marking) *marking 
 		}
 		if next != nil {
 			pending = next
+		}
+		if claimed > 0 && !s.statsChecked {
+			r.ensureStats(ctx, s)
 		}
 		if claimed < r.batchSize || moved == 0 {
 			return pending
@@ -154,4 +166,36 @@ func sleep(ctx context.Context, d time.Duration) {
 	case <-ctx.Done():
 	case <-t.C:
 	}
+}
+
+// ensureStats analyzes s's outbox, the first time a claim finds rows
+// there, if it has no statistics: ANALYZE never ran on it while it held
+// rows. Until then the planner takes its partial indexes for as empty as
+// they were when the migration made them, and a claim looks each
+// message's lower versions up along outbox_unrelayed, the whole backlog
+// for each, instead of outbox_unrelayed_object: 3.6 s for a claim of 500
+// over 50,000 waiting, 3.3 ms once analyzed, even with 20 rows then.
+// Autovacuum analyzes the outbox after its first 50 changes; a server
+// without autovacuum never would. A role that does not own the table
+// cannot analyze it: that is logged once, with the fix.
+func (r *Relay) ensureStats(ctx context.Context, s *sourceRun) {
+	var missing bool
+	err := s.Pool.QueryRow(ctx, outboxWithoutStats).Scan(&missing)
+	if err == nil && missing {
+		_, err = s.Pool.Exec(ctx, analyzeOutbox)
+		if err == nil {
+			err = s.Pool.QueryRow(ctx, outboxWithoutStats).Scan(&missing)
+			if err == nil && missing {
+				r.logger.WarnContext(ctx, "the source's outbox has no statistics and the relay's role cannot analyze it; run ANALYZE herald.outbox as its owner, or let autovacuum do it",
+					"source", s.Name)
+			}
+		}
+	}
+	if err != nil {
+		if ctx.Err() == nil {
+			r.logger.ErrorContext(ctx, "analyze the source's outbox; trying again at the next claim", "source", s.Name, "error", err)
+		}
+		return
+	}
+	s.statsChecked = true
 }
