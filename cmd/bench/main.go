@@ -9,16 +9,12 @@ import (
 	"errors"
 	"flag"
 	"fmt"
-	"net"
 	"os"
 	"os/signal"
 	"path/filepath"
 	"runtime/pprof"
-	"strconv"
 	"strings"
 	"syscall"
-
-	"github.com/jackc/pgx/v5/pgconn"
 
 	"github.com/heraldhq/herald/cmd/internal/flagenv"
 	"github.com/heraldhq/herald/harness/bench"
@@ -195,9 +191,7 @@ Scenarios:
 		}
 	}
 	report, err := bench.Run(ctx, cfg, selected)
-	if *producerDB != "" {
-		report.ProducerServer = serverAddress(*producerDB)
-	}
+	report.ProducerServer = dbs.ProducerServerAddr()
 	if len(report.Results) > 0 {
 		report.WriteTables(os.Stdout)
 		if werr := write(report, *jsonPath, *svgPath); err == nil {
@@ -205,16 +199,6 @@ Scenarios:
 		}
 	}
 	return err
-}
-
-// serverAddress is the host:port url names, for the report: never the
-// URL, which may hold a password.
-func serverAddress(url string) string {
-	cfg, err := pgconn.ParseConfig(url)
-	if err != nil {
-		return "another server"
-	}
-	return net.JoinHostPort(cfg.Host, strconv.Itoa(int(cfg.Port)))
 }
 
 // siblingBinary returns the program to run: the one named with flag, or

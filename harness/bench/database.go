@@ -78,6 +78,15 @@ func (s *ScratchDatabases) SetProducerServer(url string) error {
 	return nil
 }
 
+// ProducerServerAddr is the host:port of the server SetProducerServer
+// named, once NewProducer has made a database there; empty otherwise.
+func (s *ScratchDatabases) ProducerServerAddr() string {
+	if s.producerServer == nil {
+		return ""
+	}
+	return s.producerServer.Addr()
+}
+
 // Close drops the template, and the producer database if it is on a
 // server of its own, and lets another bench use the name.
 func (s *ScratchDatabases) Close(ctx context.Context) error {

@@ -100,6 +100,12 @@ func Open(ctx context.Context, url string) (*Server, error) {
 // Version is the server's version, as SHOW server_version says it.
 func (s *Server) Version() string { return s.version }
 
+// Addr is the server's host:port, which names it without its
+// credentials.
+func (s *Server) Addr() string {
+	return net.JoinHostPort(s.admin.Host, strconv.Itoa(int(s.admin.Port)))
+}
+
 // AdminURL is the URL of the server's "postgres" database, which the
 // Server works through and never makes or drops.
 func (s *Server) AdminURL() string { return s.URL("postgres") }
@@ -109,7 +115,7 @@ func (s *Server) URL(name string) string {
 	u := url.URL{
 		Scheme:   "postgres",
 		User:     url.User(s.admin.User),
-		Host:     net.JoinHostPort(s.admin.Host, strconv.Itoa(int(s.admin.Port))),
+		Host:     s.Addr(),
 		Path:     "/" + name,
 		RawQuery: "sslmode=disable",
 	}
@@ -331,7 +337,7 @@ func (s *Server) exec(ctx context.Context, statements ...string) error {
 func (s *Server) connect(ctx context.Context) (*pgx.Conn, error) {
 	conn, err := pgx.ConnectConfig(ctx, s.admin)
 	if err != nil {
-		return nil, fmt.Errorf("connect to %s: %w", net.JoinHostPort(s.admin.Host, strconv.Itoa(int(s.admin.Port))), err)
+		return nil, fmt.Errorf("connect to %s: %w", s.Addr(), err)
 	}
 	return conn, nil
 }
