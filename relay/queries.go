@@ -146,12 +146,11 @@ WHERE k.ctid = ANY (ARRAY(
     ORDER BY o.created_at
     LIMIT $2))`
 
-	// outboxWithoutStats says whether the source's outbox holds rows and
-	// Postgres has no statistics on its columns: ANALYZE never ran on it
-	// while it held rows (pg_stats shows the caller what it may read,
-	// which the relay's role may).
-	outboxWithoutStats = `SELECT EXISTS (SELECT FROM herald.outbox)
-    AND NOT EXISTS (SELECT FROM pg_stats s WHERE s.schemaname = 'herald' AND s.tablename = 'outbox')`
+	// outboxHasStats says whether Postgres has statistics on the source
+	// outbox's columns, which only an ANALYZE while it held rows leaves
+	// (pg_stats shows the caller what it may read, which the relay's role
+	// may).
+	outboxHasStats = `SELECT EXISTS (SELECT FROM pg_stats s WHERE s.schemaname = 'herald' AND s.tablename = 'outbox')`
 
 	// analyzeOutbox gathers the outbox's statistics.
 	analyzeOutbox = `ANALYZE herald.outbox`

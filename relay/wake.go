@@ -179,23 +179,31 @@ func sleep(ctx context.Context, d time.Duration) {
 // without autovacuum never would. A role that does not own the table
 // cannot analyze it: that is logged once, with the fix.
 func (r *Relay) ensureStats(ctx context.Context, s *sourceRun) {
-	var missing bool
-	err := s.Pool.QueryRow(ctx, outboxWithoutStats).Scan(&missing)
-	if err == nil && missing {
-		_, err = s.Pool.Exec(ctx, analyzeOutbox)
-		if err == nil {
-			err = s.Pool.QueryRow(ctx, outboxWithoutStats).Scan(&missing)
-			if err == nil && missing {
-				r.logger.WarnContext(ctx, "the source's outbox has no statistics and the relay's role cannot analyze it; run ANALYZE herald.outbox as its owner, or let autovacuum do it",
-					"source", s.Name)
-			}
-		}
-	}
-	if err != nil {
+	if err := r.analyzeWithoutStats(ctx, s.Source); err != nil {
 		if ctx.Err() == nil {
 			r.logger.ErrorContext(ctx, "analyze the source's outbox; trying again at the next claim", "source", s.Name, "error", err)
 		}
 		return
 	}
 	s.statsChecked = true
+}
+
+// analyzeWithoutStats analyzes s's outbox if it has no statistics, and
+// warns when it still has none after.
+func (r *Relay) analyzeWithoutStats(ctx context.Context, s Source) error {
+	var has bool
+	if err := s.Pool.QueryRow(ctx, outboxHasStats).Scan(&has); err != nil || has {
+		return err
+	}
+	if _, err := s.Pool.Exec(ctx, analyzeOutbox); err != nil {
+		return err
+	}
+	if err := s.Pool.QueryRow(ctx, outboxHasStats).Scan(&has); err != nil {
+		return err
+	}
+	if !has {
+		r.logger.WarnContext(ctx, "the source's outbox has no statistics and the relay's role cannot analyze it; run ANALYZE herald.outbox as its owner, or let autovacuum do it",
+			"source", s.Name)
+	}
+	return nil
 }
