@@ -2,13 +2,10 @@ package relay
 
 import (
 	"context"
-	"strings"
 	"testing"
 
 	"github.com/google/uuid"
-	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgxpool"
-	"github.com/stretchr/testify/require"
 
 	"github.com/heraldhq/herald/internal/pgtest"
 	"github.com/heraldhq/herald/migrations/producer"
@@ -40,9 +37,5 @@ var ProducerTemplate = pgtest.Template{Name: "producer", Fingerprint: producer.F
 // DefaultBatchSize.
 func ExplainClaim(t *testing.T, pool *pgxpool.Pool) string {
 	t.Helper()
-	rows, err := pool.Query(context.Background(), "EXPLAIN (COSTS OFF) "+claimOutbox, DefaultBatchSize, []uuid.UUID{})
-	require.NoError(t, err)
-	lines, err := pgx.CollectRows(rows, pgx.RowTo[string])
-	require.NoError(t, err)
-	return strings.Join(lines, "\n")
+	return explain(t, pool, "EXPLAIN (COSTS OFF) "+claimOutbox, DefaultBatchSize, []uuid.UUID{})
 }

@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/google/uuid"
+	"github.com/jackc/pgx/v5"
 	"github.com/stretchr/testify/require"
 
 	"github.com/heraldhq/herald/internal/pgtest"
@@ -36,16 +37,8 @@ ANALYZE herald.outbox, herald.publish_idempotency_keys`)
 		deleteRelayed: {DefaultRelayedGrace.Seconds(), PruneBatch},
 		deleteOldKeys: {time.Now().Add(-time.Hour), PruneBatch},
 	} {
-		rows, err := tx.Query(ctx, "EXPLAIN "+name, q...)
-		require.NoError(t, err)
-		var plan strings.Builder
-		for rows.Next() {
-			var line string
-			require.NoError(t, rows.Scan(&line))
-			plan.WriteString(line + "\n")
-		}
-		require.NoError(t, rows.Err())
-		require.NotContains(t, plan.String(), "Seq Scan", "%s\n%s", name, plan.String())
+		plan := explain(t, tx, "EXPLAIN "+name, q...)
+		require.NotContains(t, plan, "Seq Scan", "%s\n%s", name, plan)
 	}
 }
 
@@ -53,17 +46,21 @@ ANALYZE herald.outbox, herald.publish_idempotency_keys`)
 // along messages_pkey, in each partition the ids fall in.
 func TestHeraldQueriesFollowIndexes(t *testing.T) {
 	t.Parallel()
-	ctx := context.Background()
 	pool := pgtest.NewPoolFrom(t, pgtest.Herald)
-	var plan strings.Builder
-	rows, err := pool.Query(ctx, "EXPLAIN "+wakeFanOut, []uuid.UUID{uuid.Must(uuid.NewV7()), uuid.Must(uuid.NewV7())})
+	plan := explain(t, pool, "EXPLAIN "+wakeFanOut, []uuid.UUID{uuid.Must(uuid.NewV7()), uuid.Must(uuid.NewV7())})
+	require.NotContains(t, plan, "Seq Scan", plan)
+	require.Contains(t, plan, "messages_", plan)
+}
+
+// explain runs an EXPLAIN statement on q and returns its plan, a line
+// each.
+func explain(t *testing.T, q interface {
+	Query(context.Context, string, ...any) (pgx.Rows, error)
+}, sql string, args ...any) string {
+	t.Helper()
+	rows, err := q.Query(context.Background(), sql, args...)
 	require.NoError(t, err)
-	for rows.Next() {
-		var line string
-		require.NoError(t, rows.Scan(&line))
-		plan.WriteString(line + "\n")
-	}
-	require.NoError(t, rows.Err())
-	require.NotContains(t, plan.String(), "Seq Scan", plan.String())
-	require.Contains(t, plan.String(), "messages_", plan.String())
+	lines, err := pgx.CollectRows(rows, pgx.RowTo[string])
+	require.NoError(t, err)
+	return strings.Join(lines, "\n")
 }
