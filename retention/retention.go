@@ -43,9 +43,9 @@ const (
 	DefaultRetention = 30 * 24 * time.Hour
 	// MinInterval is the shortest partition interval.
 	MinInterval = time.Minute
-	// DefaultLockTimeout bounds the wait for the locks that dropping a
-	// partition set takes; history's readers and writers queue behind the
-	// wait, so it is short. A pass that times out tries again next time.
+	// DefaultLockTimeout bounds the wait for the locks that creating or
+	// dropping a partition set takes; history's readers and writers queue
+	// behind the wait, so it is short. A pass that times out tries again next time.
 	DefaultLockTimeout = 500 * time.Millisecond
 	// pruneBatch is how many publish idempotency keys one statement prunes.
 	pruneBatch = 5000
@@ -79,7 +79,7 @@ type Config struct {
 	// Ahead is how far past now partitions are created. Defaults to three
 	// intervals, and at least twice Period. Zero means the default.
 	Ahead time.Duration
-	// LockTimeout bounds the wait for a drop's locks. Defaults to
+	// LockTimeout bounds the wait for the locks of a creation or a drop. Defaults to
 	// DefaultLockTimeout. Zero means the default.
 	LockTimeout time.Duration
 	// Now is the clock. Defaults to time.Now.
@@ -209,14 +209,25 @@ func (m *Maintainer) Pass(ctx context.Context) (Report, error) {
 	if err := m.reshape(ctx, now, &rep); err != nil {
 		return rep, err
 	}
-	rows, err := m.pool.Query(ctx, createPartitions, now, now.Add(m.ahead), m.interval)
+	// Attaching locks each parent's default partition in turn, which a
+	// reader holding one and asking for the next would deadlock with: the
+	// pass gives way at the lock timeout and creates them next time.
+	busy, err := m.locked(ctx, func(tx pgx.Tx) error {
+		rows, err := tx.Query(ctx, createPartitions, now, now.Add(m.ahead), m.interval)
+		if err != nil {
+			return err
+		}
+		rep.Created, err = pgx.CollectRows(rows, pgx.RowTo[string])
+		return err
+	})
 	if err != nil {
 		return rep, fmt.Errorf("create history partitions: %w", err)
 	}
-	if rep.Created, err = pgx.CollectRows(rows, pgx.RowTo[string]); err != nil {
-		return rep, fmt.Errorf("create history partitions: %w", err)
+	if busy {
+		rep.Created = nil
+		m.logger.InfoContext(ctx, "history partitions not created: their tables were busy past the lock timeout; the next pass tries again")
 	}
-	rows, err = m.pool.Query(ctx, selectDue, rep.Horizon)
+	rows, err := m.pool.Query(ctx, selectDue, rep.Horizon)
 	if err != nil {
 		return rep, fmt.Errorf("list history partitions past retention: %w", err)
 	}

@@ -443,3 +443,54 @@ func TestAPurgeNeverTakesAMessageBeingResent(t *testing.T) {
 	require.True(t, b.exists(t, "messages", "id", message))
 	require.True(t, b.exists(t, "deliveries", "id", resent.DeliveryID))
 }
+
+// Attaching a partition locks its parent's default partition, one table
+// after another, while a reader may hold one of those and ask for the
+// next: a deadlock, which Postgres broke by failing one side. When it
+// failed the reader (a delivery's load, in a health pipeline test), an
+// attempt failed. Creating partitions now gives way at the lock timeout,
+// as dropping them does, and tries again at the next pass.
+func TestCreatingPartitionsGivesWayToAReader(t *testing.T) {
+	t.Parallel()
+	pool := pgtest.NewPool(t)
+	ctx := t.Context()
+	later := time.Now().Add(10 * 24 * time.Hour)
+	m, err := retention.New(retention.Config{Pool: pool, Interval: 24 * time.Hour, LockTimeout: 200 * time.Millisecond,
+		Now: func() time.Time { return later }})
+	require.NoError(t, err)
+
+	reader, err := pool.Begin(ctx)
+	require.NoError(t, err)
+	defer func() { _ = reader.Rollback(ctx) }()
+	_, err = reader.Exec(ctx, "LOCK TABLE herald.deliveries_p_default IN ACCESS SHARE MODE")
+	require.NoError(t, err)
+	var readerPID int
+	require.NoError(t, reader.QueryRow(ctx, "SELECT pg_backend_pid()").Scan(&readerPID))
+
+	type result struct {
+		rep retention.Report
+		err error
+	}
+	passed := make(chan result, 1)
+	go func() {
+		rep, err := m.Pass(ctx)
+		passed <- result{rep, err}
+	}()
+	require.Eventually(t, func() bool {
+		var waiting bool
+		require.NoError(t, pool.QueryRow(ctx, `SELECT EXISTS (SELECT FROM pg_locks WHERE NOT granted AND pid <> $1)`, readerPID).Scan(&waiting))
+		return waiting
+	}, 10*time.Second, time.Millisecond, "the pass waits for the reader's lock")
+	// The reader reads the table the pass has locked meanwhile, if it
+	// still holds it.
+	_, err = reader.Exec(ctx, "SELECT count(*) FROM herald.messages_p_default")
+	require.NoError(t, err, "the reader is never the one a deadlock fails")
+	got := <-passed
+	require.NoError(t, got.err)
+	require.Empty(t, got.rep.Created, "nothing is created while the reader holds the locks")
+	require.NoError(t, reader.Commit(ctx))
+
+	rep, err := m.Pass(ctx)
+	require.NoError(t, err)
+	require.NotEmpty(t, rep.Created, "the next pass creates them")
+}
